@@ -1,0 +1,94 @@
+package v1alpha1
+
+import (
+	"fmt"
+
+	"github.com/awslabs/operatorpkg/status"
+	"github.com/mitchellh/hashstructure/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func metav1AddToGroupVersion(s *runtime.Scheme) { metav1.AddToGroupVersion(s, GroupVersion) }
+
+// CleverNodeClassSpec describes how the provider builds CKE nodes for the NodePools that
+// reference this class.
+type CleverNodeClassSpec struct {
+	// Labels are extra node labels set on the NodeGroup, so CKE applies them when the node
+	// joins, before Karpenter registers it. Keys must be qualified names outside the prefixes
+	// the NodeGroup API reserves (kubernetes.io/, node.kubernetes.io/, clever-cloud.com/) and
+	// the ones Karpenter and this provider manage (karpenter.sh/, karpenter.clever-cloud.com/);
+	// values must be valid label values. Changing them drifts the nodes built from this class.
+	//
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('kubernetes.io/') && !k.startsWith('node.kubernetes.io/') && !k.startsWith('clever-cloud.com/') && !k.startsWith('karpenter.sh/') && !k.startsWith('karpenter.clever-cloud.com/'))",message="label keys must not start with a reserved prefix: kubernetes.io/, node.kubernetes.io/, clever-cloud.com/, karpenter.sh/, karpenter.clever-cloud.com/"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$') && (k.contains('/') ? (k.split('/')[0].size() <= 253 && k.split('/')[1].size() <= 63) : k.size() <= 63))",message="label keys must be qualified names: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 63 && self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$'))",message="label values must be at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// CleverNodeClass is the Karpenter NodeClass of Clever Kubernetes Engine.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=clevernodeclasses,scope=Cluster,categories=karpenter,shortName={cnc,cncs}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].reason",priority=1
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+type CleverNodeClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   CleverNodeClassSpec   `json:"spec,omitempty"`
+	Status CleverNodeClassStatus `json:"status,omitempty"`
+}
+
+// CleverNodeClassList is a list of CleverNodeClasses.
+//
+// +kubebuilder:object:root=true
+type CleverNodeClassList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CleverNodeClass `json:"items"`
+}
+
+// Hash is the drift fingerprint of the spec: NodeGroups record it at creation, and a
+// different value later means the node no longer matches its class.
+func (in *CleverNodeClass) Hash() string {
+	// SlicesAsSets/ZeroNil keep the hash stable across semantically equal specs.
+	h, err := hashstructure.Hash(in.Spec, hashstructure.FormatV2, &hashstructure.HashOptions{SlicesAsSets: true, IgnoreZeroValue: true, ZeroNil: true})
+	if err != nil {
+		// The spec is plain data; hashstructure fails only on unsupported kinds (chan, func).
+		panic(fmt.Sprintf("hashing CleverNodeClass spec: %v", err))
+	}
+	return fmt.Sprint(h)
+}
+
+// Condition types of a CleverNodeClass. Ready is true when both are.
+const (
+	// ConditionValidationSucceeded is true when the spec is usable as is.
+	ConditionValidationSucceeded = "ValidationSucceeded"
+	// ConditionNodeGroupAPIServed is true when the cluster serves nodegroups.api.clever-cloud.com/v1.
+	ConditionNodeGroupAPIServed = "NodeGroupAPIServed"
+)
+
+// CleverNodeClassStatus is the observed state of a CleverNodeClass.
+type CleverNodeClassStatus struct {
+	// Conditions say whether the class can be used to launch nodes, and if not, why.
+	// +optional
+	Conditions []status.Condition `json:"conditions,omitempty"`
+}
+
+// StatusConditions returns the condition set whose root, Ready, depends on every other condition.
+func (in *CleverNodeClass) StatusConditions(opts ...status.ForOption) status.ConditionSet {
+	return status.NewReadyConditions(ConditionValidationSucceeded, ConditionNodeGroupAPIServed).For(in, opts...)
+}
+
+// GetConditions implements status.Object.
+func (in *CleverNodeClass) GetConditions() []status.Condition { return in.Status.Conditions }
+
+// SetConditions implements status.Object.
+func (in *CleverNodeClass) SetConditions(conditions []status.Condition) {
+	in.Status.Conditions = conditions
+}

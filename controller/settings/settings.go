@@ -1,0 +1,239 @@
+// Package settings is the controller's configuration: one typed struct, filled from the
+// environment at start-up. The same struct generates the bundle's values JSON Schema
+// (schema/values.schema.json), so a setting cannot exist in the bundle and not in the binary.
+//
+// Each field names its environment variable in an `env` tag and its default in a `default`
+// tag; Load reads them by reflection, so adding a setting is adding a field.
+package settings
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings is everything the controller can be told. Karpenter core reads some of the same
+// variables itself (ports, log level, leader election, batching, feature gates); they are
+// declared here too so that they are validated before start-up and appear in the values schema.
+type Settings struct {
+	// Region is the CKE region advertised as the zone of every instance type; also the
+	// price-system zone_id when the refresher is enabled.
+	Region string `json:"region" env:"CLEVER_CLOUD_REGION" default:"par" pattern:"^[a-z][a-z0-9-]*$"`
+	// Topology restricts the dynamic flavor list to one CKE topology (DISTRIBUTED,
+	// ALL_IN_ONE, DEDICATED_COMPUTE). Empty takes the union of every topology's list.
+	Topology string `json:"topology,omitempty" env:"CLEVER_CLOUD_TOPOLOGY" default:"" pattern:"^([A-Z][A-Z0-9_]*)?$"`
+	// LogLevel is debug, info or error.
+	LogLevel string `json:"logLevel" env:"LOG_LEVEL" default:"info" enum:"debug,info,error"`
+	// MetricsPort is the port of the /metrics endpoint.
+	MetricsPort int `json:"metricsPort" env:"METRICS_PORT" default:"8080" min:"1" max:"65535"`
+	// HealthProbePort is the port of the liveness and readiness probes.
+	HealthProbePort int `json:"healthProbePort" env:"HEALTH_PROBE_PORT" default:"8081" min:"1" max:"65535"`
+	// DisableLeaderElection runs without a leader lease; for single-replica development only.
+	DisableLeaderElection bool `json:"disableLeaderElection" env:"DISABLE_LEADER_ELECTION" default:"false"`
+	// BatchMaxDuration is the longest pod batching window before provisioning.
+	BatchMaxDuration Duration `json:"batchMaxDuration" env:"BATCH_MAX_DURATION" default:"10s"`
+	// BatchIdleDuration ends a batching window when no new pending pod arrived for that long.
+	BatchIdleDuration Duration `json:"batchIdleDuration" env:"BATCH_IDLE_DURATION" default:"1s"`
+	// FeatureGates are Karpenter's feature gates, as Name=bool pairs separated by commas.
+	// Gates left out keep Karpenter's defaults.
+	FeatureGates string `json:"featureGates" env:"FEATURE_GATES" default:"NodeRepair=false" pattern:"^([A-Za-z]+=(true|false)(,[A-Za-z]+=(true|false))*)?$"`
+	// FlavorsConfigPath is the path of a YAML list of per-flavor overrides. The bundle sets it
+	// when settings.flavors is not empty.
+	FlavorsConfigPath string `json:"-" env:"FLAVORS_CONFIG_PATH" default:""`
+	// AcceptanceTimeout bounds how long Create waits for the node-group operator to accept
+	// or reject a NodeGroup; past it the launch proceeds and Karpenter's registration TTL
+	// is the backstop.
+	AcceptanceTimeout Duration `json:"acceptanceTimeout" env:"NODEGROUP_ACCEPTANCE_TIMEOUT" default:"60s"`
+	// Pricing configures the dynamic price and flavor refresher.
+	Pricing Pricing `json:"pricing"`
+}
+
+// Pricing configures the refresher that reads flavor prices and availability from Clever
+// Cloud's public, token-less API.
+type Pricing struct {
+	// Enabled turns the refresher on. The binary defaults to off; the bundle turns it on.
+	Enabled bool `json:"enabled" env:"PRICING_REFRESH_ENABLED" default:"false"`
+	// RefreshPeriod is how often prices and the available-flavor list are refreshed.
+	RefreshPeriod Duration `json:"refreshPeriod" env:"PRICING_REFRESH_PERIOD" default:"12h"`
+	// APIURL is the base URL of the public API, used for both endpoints.
+	APIURL string `json:"apiURL" env:"PRICING_API_URL" default:"https://api.clever-cloud.com" format:"url"`
+	// KubernetesProductURL is the full URL of the kubernetes-product endpoint; empty derives
+	// it from APIURL.
+	KubernetesProductURL string `json:"kubernetesProductURL,omitempty" env:"PRICING_PRODUCT_URL" default:"" format:"url"`
+	// PriceSystemURL is the full URL of the billing price-system endpoint; empty derives it
+	// from APIURL.
+	PriceSystemURL string `json:"priceSystemURL,omitempty" env:"PRICING_PRICE_SYSTEM_URL" default:"" format:"url"`
+}
+
+// ProductURL is the kubernetes-product endpoint to read.
+func (p Pricing) ProductURL() string {
+	if p.KubernetesProductURL != "" {
+		return p.KubernetesProductURL
+	}
+	return strings.TrimSuffix(p.APIURL, "/") + "/v4/kubernetes-product"
+}
+
+// PriceSystemEndpoint is the price-system endpoint to read, without its zone_id query.
+func (p Pricing) PriceSystemEndpoint() string {
+	if p.PriceSystemURL != "" {
+		return p.PriceSystemURL
+	}
+	return strings.TrimSuffix(p.APIURL, "/") + "/v4/billing/price-system"
+}
+
+// Duration is a time.Duration spelled as Go spells it ("90s", "12h") in the environment and
+// in the values.
+type Duration struct{ time.Duration }
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// Defaults are the settings of a controller started with an empty environment.
+func Defaults() Settings {
+	s, err := load(func(string) (string, bool) { return "", false })
+	if err != nil {
+		panic(fmt.Sprintf("settings defaults do not parse: %v", err))
+	}
+	return s
+}
+
+// Load reads the settings from the process environment. The error names every variable
+// that is wrong.
+func Load() (Settings, error) { return load(os.LookupEnv) }
+
+// LoadFrom reads the settings from a lookup function, for tests and for the bundle's checks.
+func LoadFrom(lookup func(string) (string, bool)) (Settings, error) { return load(lookup) }
+
+func load(lookup func(string) (string, bool)) (Settings, error) {
+	var s Settings
+	var errs []error
+	Walk(func(f Field) {
+		raw, ok := lookup(f.Env)
+		if !ok {
+			raw = f.Default
+		}
+		if err := f.set(strings.TrimSpace(raw)); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", f.Env, raw, err))
+		}
+	}, &s)
+	return s, errors.Join(errs...)
+}
+
+// Field is one environment-backed setting.
+type Field struct {
+	// Path is the JSON path of the field in the values' settings tree, e.g. "pricing.enabled".
+	Path string
+	// Env is the environment variable that carries it.
+	Env string
+	// Default is the default, as the environment spells it.
+	Default string
+	// Tag is the struct field's tag, for the schema generator's constraints.
+	Tag   reflect.StructTag
+	value reflect.Value
+}
+
+// Walk calls fn for every environment-backed field of s, depth first, in declaration order.
+func Walk(fn func(Field), s *Settings) {
+	walk(fn, reflect.ValueOf(s).Elem(), "")
+}
+
+func walk(fn func(Field), v reflect.Value, prefix string) {
+	t := v.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name := strings.Split(sf.Tag.Get("json"), ",")[0]
+		path := prefix + name
+		if name == "-" {
+			path = prefix + sf.Name
+		}
+		if sf.Type.Kind() == reflect.Struct && sf.Type != reflect.TypeFor[Duration]() {
+			walk(fn, v.Field(i), path+".")
+			continue
+		}
+		env, ok := sf.Tag.Lookup("env")
+		if !ok {
+			continue
+		}
+		fn(Field{Path: path, Env: env, Default: sf.Tag.Get("default"), Tag: sf.Tag, value: v.Field(i)})
+	}
+}
+
+func (f Field) set(raw string) error {
+	switch p := f.value.Addr().Interface().(type) {
+	case *string:
+		if err := f.check(raw); err != nil {
+			return err
+		}
+		*p = raw
+	case *bool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return errors.New("not a boolean (true or false)")
+		}
+		*p = b
+	case *int:
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return errors.New("not an integer")
+		}
+		if lo, ok := f.Tag.Lookup("min"); ok && n < atoi(lo) {
+			return fmt.Errorf("below the minimum %s", lo)
+		}
+		if hi, ok := f.Tag.Lookup("max"); ok && n > atoi(hi) {
+			return fmt.Errorf("above the maximum %s", hi)
+		}
+		*p = n
+	case *Duration:
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			return errors.New(`not a duration such as "30s" or "12h"`)
+		}
+		if d <= 0 {
+			return errors.New("must be positive")
+		}
+		p.Duration = d
+	default:
+		panic(fmt.Sprintf("settings: field %s has unsupported type %T", f.Path, p))
+	}
+	return nil
+}
+
+func (f Field) check(raw string) error {
+	if enum, ok := f.Tag.Lookup("enum"); ok && !slices.Contains(strings.Split(enum, ","), raw) {
+		return fmt.Errorf("must be one of %s", strings.ReplaceAll(enum, ",", ", "))
+	}
+	if pattern, ok := f.Tag.Lookup("pattern"); ok && !mustCompile(pattern).MatchString(raw) {
+		return fmt.Errorf("must match %s", pattern)
+	}
+	if f.Tag.Get("format") == "url" && raw != "" {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errors.New("must be an absolute http(s) URL")
+		}
+	}
+	return nil
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(fmt.Sprintf("settings: bad integer bound %q", s))
+	}
+	return n
+}
