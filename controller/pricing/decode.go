@@ -14,6 +14,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
@@ -280,6 +281,10 @@ func DecodePriceSystem(body []byte, zone string, reference catalog.Rates) (catal
 	return catalog.Rates{Currency: reference.Currency, VCPUHourly: vcpu, RAMGBHourly: ram}, nil
 }
 
+// number spells a float as JSON would, not in Go's exponent notation, so that an error
+// reads "1073741824, want 1000000000".
+func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
 func countableRate(raws []json.RawMessage, service, unit string, quantity, reference float64) (float64, error) {
 	field := fmt.Sprintf("countable[%s]", service)
 	switch len(raws) {
@@ -301,7 +306,7 @@ func countableRate(raws []json.RawMessage, service, unit string, quantity, refer
 	case c.Quantity == nil || c.Quantity.Quantity == nil:
 		return 0, reject(documentPriceSystem, field+".data_quantity_for_price.quantity", "missing")
 	case *c.Quantity.Quantity != quantity:
-		return 0, reject(documentPriceSystem, field+".data_quantity_for_price.quantity", "%v, want %v", *c.Quantity.Quantity, quantity)
+		return 0, reject(documentPriceSystem, field+".data_quantity_for_price.quantity", "%s, want %s", number(*c.Quantity.Quantity), number(quantity))
 	case c.Interval != nil && (c.Interval.Interval == nil || *c.Interval.Interval != HourlyInterval):
 		got := "missing"
 		if c.Interval.Interval != nil {
