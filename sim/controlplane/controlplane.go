@@ -1,0 +1,311 @@
+// Package controlplane runs a real Kubernetes control plane on loopback: etcd and
+// kube-apiserver (through envtest), kube-scheduler, kube-controller-manager and kwok as the
+// fake kubelet of every node annotated kwok.x-k8s.io/node=fake.
+package controlplane
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
+//go:embed audit-policy.yaml
+var auditPolicy []byte
+
+// Options shape the control plane.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok.
+	// Defaults to $KUBEBUILDER_ASSETS.
+	BinDir string
+	// Dir receives the kubeconfig, the component logs and the audit log. Defaults to a new
+	// temporary folder, removed on Stop unless KeepDir is set.
+	Dir     string
+	KeepDir bool
+	// Audit turns on the apiserver audit log (Metadata level: user, verb, resource) at
+	// <Dir>/audit.log.
+	Audit bool
+	// HonorGracePeriod makes kwok remove terminating pods only when their grace period ends;
+	// by default they go at once, like processes that exit on SIGTERM.
+	HonorGracePeriod bool
+	// StartTimeout bounds each component's start. Default 60s: the machines are small.
+	StartTimeout time.Duration
+	Log          logr.Logger
+}
+
+// ControlPlane is a running control plane.
+type ControlPlane struct {
+	opts       Options
+	env        *envtest.Environment
+	config     *rest.Config
+	kubeconfig string
+	procs      []*proc
+	tmpDir     bool
+}
+
+// Start brings up etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok.
+// On error everything already started is stopped again.
+func Start(ctx context.Context, opts Options) (_ *ControlPlane, retErr error) {
+	if opts.BinDir == "" {
+		opts.BinDir = os.Getenv("KUBEBUILDER_ASSETS")
+	}
+	if opts.BinDir == "" {
+		return nil, errors.New("no binary folder: set Options.BinDir or KUBEBUILDER_ASSETS (./sim/tools/build.sh prints it)")
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	cp := &ControlPlane{opts: opts}
+	if cp.opts.Dir == "" {
+		dir, err := os.MkdirTemp("", "simcke-")
+		if err != nil {
+			return nil, fmt.Errorf("creating work folder: %w", err)
+		}
+		cp.opts.Dir, cp.tmpDir = dir, true
+	}
+	defer func() {
+		if retErr != nil {
+			_ = cp.Stop()
+		}
+	}()
+	logDir := filepath.Join(cp.opts.Dir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating log folder: %w", err)
+	}
+
+	if err := cp.startAPIServer(logDir); err != nil {
+		return nil, err
+	}
+	components, err := cp.components()
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range components {
+		p, err := startProc(c.name, filepath.Join(opts.BinDir, c.name), c.args, logDir)
+		if err != nil {
+			return nil, err
+		}
+		cp.procs = append(cp.procs, p)
+	}
+	opts.Log.Info("control plane started", "dir", cp.opts.Dir, "apiserver", cp.config.Host)
+	return cp, nil
+}
+
+func (cp *ControlPlane) startAPIServer(logDir string) error {
+	etcdLog, err := os.Create(filepath.Join(logDir, "etcd.log"))
+	if err != nil {
+		return fmt.Errorf("creating etcd log: %w", err)
+	}
+	apiLog, err := os.Create(filepath.Join(logDir, "kube-apiserver.log"))
+	if err != nil {
+		return fmt.Errorf("creating apiserver log: %w", err)
+	}
+	// envtest starts etcd and the apiserver in their own process groups but does not tie
+	// their lives to ours: a test binary killed by its timeout would leave them running.
+	// setpriv --pdeathsig makes the kernel kill them when we die.
+	etcdPath, err := deathTied(cp.opts.Dir, "etcd", filepath.Join(cp.opts.BinDir, "etcd"))
+	if err != nil {
+		return err
+	}
+	apiPath, err := deathTied(cp.opts.Dir, "kube-apiserver", filepath.Join(cp.opts.BinDir, "kube-apiserver"))
+	if err != nil {
+		return err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    cp.opts.BinDir,
+		ControlPlaneStartTimeout: cp.opts.StartTimeout,
+		ControlPlaneStopTimeout:  20 * time.Second,
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
+	api := env.ControlPlane.GetAPIServer()
+	api.Path, api.Out, api.Err = apiPath, apiLog, apiLog
+	if cp.opts.Audit {
+		policy := filepath.Join(cp.opts.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, auditPolicy, 0o644); err != nil {
+			return fmt.Errorf("writing audit policy: %w", err)
+		}
+		api.Configure().
+			Set("audit-policy-file", policy).
+			Set("audit-log-path", cp.AuditLogPath()).
+			Set("audit-log-format", "json")
+	}
+	cfg, err := env.Start()
+	cp.env = env
+	if err != nil {
+		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)
+	}
+	cp.config = cfg
+	if len(env.KubeConfig) == 0 {
+		return errors.New("envtest returned no kubeconfig")
+	}
+	cp.kubeconfig = filepath.Join(cp.opts.Dir, "kubeconfig")
+	if err := os.WriteFile(cp.kubeconfig, env.KubeConfig, 0o600); err != nil {
+		return fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	return nil
+}
+
+type component struct {
+	name string
+	args []string
+}
+
+func (cp *ControlPlane) components() ([]component, error) {
+	kc := "--kubeconfig=" + cp.kubeconfig
+	kcm := []string{kc, "--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false"}
+	// envtest leaves its service-account signing key in the apiserver's cert folder; with it
+	// the token controller can run, so pods get working ServiceAccount tokens.
+	certDir := cp.env.ControlPlane.APIServer.CertDir
+	if _, err := os.Stat(filepath.Join(certDir, "sa-signer.key")); err == nil {
+		kcm = append(kcm, "--controllers=*,-nodeipam",
+			"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
+			"--root-ca-file="+filepath.Join(certDir, "apiserver.crt"))
+	} else {
+		kcm = append(kcm, "--controllers=*,-serviceaccount-token,-nodeipam")
+	}
+	kwokCfg := filepath.Join(cp.opts.Dir, "kwok.yaml")
+	stages := string(kwokStages)
+	if cp.opts.HonorGracePeriod {
+		stages = strings.ReplaceAll(stages, "#GRACE ", "")
+	}
+	if err := os.WriteFile(kwokCfg, []byte(stages), 0o644); err != nil {
+		return nil, fmt.Errorf("writing kwok config: %w", err)
+	}
+	return []component{
+		{"kube-scheduler", []string{kc, "--leader-elect=false", "--secure-port=0"}},
+		{"kube-controller-manager", kcm},
+		{"kwok", []string{kc, "--config=" + kwokCfg,
+			"--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+			"--node-lease-duration-seconds=40",
+			"--cidr=10.244.0.0/16",
+			"--node-ip=10.0.0.1",
+		}},
+	}, nil
+}
+
+// Config is an admin (system:masters) REST config.
+func (cp *ControlPlane) Config() *rest.Config { return rest.CopyConfig(cp.config) }
+
+// KubeconfigPath is the admin kubeconfig file.
+func (cp *ControlPlane) KubeconfigPath() string { return cp.kubeconfig }
+
+// Dir is the work folder (kubeconfig, logs/, audit.log).
+func (cp *ControlPlane) Dir() string { return cp.opts.Dir }
+
+// AuditLogPath is where the apiserver writes its audit log when Options.Audit is set.
+func (cp *ControlPlane) AuditLogPath() string { return filepath.Join(cp.opts.Dir, "audit.log") }
+
+// AddUser provisions a client certificate user and returns its REST config; the e2e suite
+// uses it to act with exactly the RBAC a component would get.
+func (cp *ControlPlane) AddUser(name string, groups ...string) (*rest.Config, error) {
+	u, err := cp.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding user %q: %w", name, err)
+	}
+	return u.Config(), nil
+}
+
+// Stop stops every component, newest first, and removes the work folder if it made it.
+func (cp *ControlPlane) Stop() error {
+	var errs []error
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		if err := cp.procs[i].stop(10 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	cp.procs = nil
+	if cp.env != nil {
+		if err := cp.env.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping etcd and kube-apiserver: %w", err))
+		}
+		cp.env = nil
+	}
+	if cp.tmpDir && !cp.opts.KeepDir {
+		if err := os.RemoveAll(cp.opts.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", cp.opts.Dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deathTied writes a wrapper that runs bin with the parent-death signal set, so the kernel
+// kills it if the Go process dies without calling Stop. Without setpriv it returns bin.
+func deathTied(dir, name, bin string) (string, error) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		return bin, nil
+	}
+	path := filepath.Join(dir, name+".sh")
+	script := fmt.Sprintf("#!/bin/sh\nexec %s --pdeathsig KILL %s \"$@\"\n", setpriv, bin)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		return "", fmt.Errorf("writing %s wrapper: %w", name, err)
+	}
+	return path, nil
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  io.Closer
+}
+
+func startProc(name, bin string, args []string, logDir string) (*proc, error) {
+	logFile, err := os.Create(filepath.Join(logDir, name+".log"))
+	if err != nil {
+		return nil, fmt.Errorf("creating %s log: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Own process group so Stop reaches any children; death signal so a crashed test leaves
+	// nothing behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: logFile}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *proc) stop(grace time.Duration) error {
+	defer p.log.Close()
+	pgid := -p.cmd.Process.Pid
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	_ = syscall.Kill(pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit", p.name, p.cmd.Process.Pid)
+	}
+}

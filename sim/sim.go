@@ -1,0 +1,318 @@
+// Package sim starts a simulated Clever Kubernetes Engine on loopback: a real control plane
+// (etcd, kube-apiserver, kube-scheduler, kube-controller-manager), kwok as the kubelet of
+// every simulated node, CKE's schedulable control-plane nodes, and the simulated node-group
+// operator. Tests, the e2e suite, `make demo` and cmd/simcke all start it through Start.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/cke"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/controlplane"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+)
+
+// OperatorUser is the identity the simulated node-group operator acts as, so audit logs tell
+// its requests from the provider's.
+const OperatorUser = "system:clever-cloud:nodegroup-operator"
+
+// Options shape the simulated CKE. Start from DefaultOptions (or InstantOptions in tests).
+type Options struct {
+	// BinDir holds the pinned binaries (./sim/tools/build.sh prints it). Defaults to
+	// $KUBEBUILDER_ASSETS.
+	BinDir string
+	// Dir receives kubeconfig, logs/ and audit.log; a temporary folder by default, removed
+	// by Stop unless KeepDir.
+	Dir     string
+	KeepDir bool
+	// Audit writes the apiserver audit log (user, verb, resource) to <Dir>/audit.log.
+	Audit bool
+	// HonorGracePeriod keeps terminating pods until their grace period ends.
+	HonorGracePeriod bool
+
+	// ControlPlaneNodes schedulable control-plane Nodes of ControlPlaneFlavor are created,
+	// labelled clever-cloud.com/cluster-node-role=control-plane and counted in the quota.
+	ControlPlaneNodes  int
+	ControlPlaneFlavor string
+	// WorkerPool, if set, is a NodeGroup created at start-up, as CKE clusters that predate
+	// Karpenter have; Start waits for its nodes.
+	WorkerPool *WorkerPool
+
+	Operator operator.Options
+	// Log receives the simulator's own logs; by default they go to <Dir>/logs/operator.log.
+	Log *logr.Logger
+}
+
+// WorkerPool is a pre-existing NodeGroup not created by Karpenter.
+type WorkerPool struct {
+	Name   string
+	Flavor string
+	Nodes  int32
+}
+
+// DefaultOptions returns CKE as it looks in the field with timings scaled down: two S
+// control-plane nodes, quota 40 vCPU / 40 GB, acceptance 1s, boot 5s, teardown 3s.
+func DefaultOptions() Options {
+	return Options{
+		ControlPlaneNodes:  2,
+		ControlPlaneFlavor: "S",
+		Operator: operator.Options{
+			QuotaCPU:      40,
+			QuotaRAMGB:    40,
+			AcceptDelay:   time.Second,
+			BootDelay:     5 * time.Second,
+			SlowBootDelay: 60 * time.Second,
+			TeardownDelay: 3 * time.Second,
+			VanishDelay:   2 * time.Second,
+		},
+	}
+}
+
+// InstantOptions is DefaultOptions with every delay at zero, for tests.
+func InstantOptions() Options {
+	o := DefaultOptions()
+	o.Operator.AcceptDelay, o.Operator.BootDelay, o.Operator.TeardownDelay, o.Operator.VanishDelay = 0, 0, 0, 0
+	o.Operator.SlowBootDelay = 10 * time.Second
+	return o
+}
+
+// Cluster is a running simulated CKE.
+type Cluster struct {
+	cp       *controlplane.ControlPlane
+	client   client.Client
+	scheme   *runtime.Scheme
+	cancel   context.CancelFunc
+	done     chan error
+	stopOnce sync.Once
+	stopErr  error
+	logFile  *os.File
+}
+
+// Scheme knows the built-in types, CRDs and NodeGroup.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = apiextensionsv1.AddToScheme(s)
+	_ = ngv1.AddToScheme(s)
+	return s
+}
+
+// Start brings the simulated CKE up and returns once its nodes are Ready. Stop it with Stop;
+// if the process dies instead, the kernel kills every component.
+func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		BinDir: opts.BinDir, Dir: opts.Dir, KeepDir: opts.KeepDir,
+		Audit: opts.Audit, HonorGracePeriod: opts.HonorGracePeriod,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cp: cp, scheme: Scheme(), done: make(chan error, 1)}
+	defer func() {
+		if retErr != nil {
+			_ = c.Stop()
+		}
+	}()
+	log, err := c.logger(opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	c.client, err = client.New(cp.Config(), client.Options{Scheme: c.scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	if err := operator.InstallCRD(ctx, c.client); err != nil {
+		return nil, err
+	}
+	if err := c.createControlPlaneNodes(ctx, opts); err != nil {
+		return nil, err
+	}
+	if err := c.startOperator(opts, log); err != nil {
+		return nil, err
+	}
+	if wp := opts.WorkerPool; wp != nil {
+		g := &ngv1.NodeGroup{Spec: ngv1.NodeGroupSpec{Flavor: wp.Flavor, NodeCount: wp.Nodes}}
+		g.Name = wp.Name
+		if err := c.client.Create(ctx, g); err != nil {
+			return nil, fmt.Errorf("creating worker pool NodeGroup %q: %w", wp.Name, err)
+		}
+	}
+	if err := c.waitReady(ctx, opts); err != nil {
+		return nil, err
+	}
+	log.Info("simulated CKE ready", "kubeconfig", cp.KubeconfigPath())
+	return c, nil
+}
+
+func (c *Cluster) logger(l *logr.Logger) (logr.Logger, error) {
+	if l != nil {
+		return *l, nil
+	}
+	f, err := os.Create(filepath.Join(c.cp.Dir(), "logs", "operator.log"))
+	if err != nil {
+		return logr.Logger{}, fmt.Errorf("creating operator log: %w", err)
+	}
+	c.logFile = f
+	return zap.New(zap.WriteTo(f), zap.UseDevMode(false)), nil
+}
+
+func (c *Cluster) createControlPlaneNodes(ctx context.Context, opts Options) error {
+	if opts.ControlPlaneNodes == 0 {
+		return nil
+	}
+	flavor, ok := cke.LookupFlavor(opts.ControlPlaneFlavor)
+	if !ok {
+		return fmt.Errorf("unknown control-plane flavor %q", opts.ControlPlaneFlavor)
+	}
+	for i := range opts.ControlPlaneNodes {
+		n := cke.NewNode(cke.NodeSpec{Name: "control-plane-" + strconv.Itoa(i), Flavor: flavor, Role: ngv1.NodeRoleControlPlane})
+		if err := c.client.Create(ctx, n); err != nil {
+			return fmt.Errorf("creating control-plane node %q: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) startOperator(opts Options, log logr.Logger) error {
+	cfg, err := c.cp.AddUser(OperatorUser, "system:masters")
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 c.scheme,
+		Logger:                 log,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return fmt.Errorf("creating operator manager: %w", err)
+	}
+	oo := opts.Operator
+	oo.Log = log.WithName("nodegroup-operator")
+	if err := operator.New(mgr.GetClient(), oo).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("registering node-group operator: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() { c.done <- mgr.Start(ctx) }()
+	return nil
+}
+
+// waitReady waits for the control-plane and worker-pool nodes to be Ready and for the
+// default ServiceAccount, without which no pod can be created.
+func (c *Cluster) waitReady(ctx context.Context, opts Options) error {
+	want := opts.ControlPlaneNodes
+	if opts.WorkerPool != nil {
+		want += int(opts.WorkerPool.Nodes)
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		nodes := &corev1.NodeList{}
+		if err := c.client.List(ctx, nodes); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			if NodeReady(&n) {
+				ready++
+			}
+		}
+		if ready < want {
+			last = fmt.Sprintf("%d of %d nodes Ready", ready, want)
+			return false, nil
+		}
+		sa := &corev1.ServiceAccount{}
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, sa); err != nil {
+			if !apierrors.IsNotFound(err) {
+				last = err.Error()
+			} else {
+				last = "no default ServiceAccount yet"
+			}
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the cluster to be ready (%s; logs in %s): %w", last, c.cp.Dir(), err)
+	}
+	return nil
+}
+
+// NodeReady reports whether a Node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Config is an admin REST config.
+func (c *Cluster) Config() *rest.Config { return c.cp.Config() }
+
+// KubeconfigPath is the admin kubeconfig file.
+func (c *Cluster) KubeconfigPath() string { return c.cp.KubeconfigPath() }
+
+// Client is an admin client that knows NodeGroup.
+func (c *Cluster) Client() client.Client { return c.client }
+
+// Dir is the work folder: kubeconfig, logs/, audit.log.
+func (c *Cluster) Dir() string { return c.cp.Dir() }
+
+// AuditLogPath is the apiserver audit log (Options.Audit).
+func (c *Cluster) AuditLogPath() string { return c.cp.AuditLogPath() }
+
+// AddUser provisions a certificate user (no RBAC of its own unless groups grant some).
+func (c *Cluster) AddUser(name string, groups ...string) (*rest.Config, error) {
+	return c.cp.AddUser(name, groups...)
+}
+
+// Stop stops the operator and every process, and removes the work folder if Start made it.
+// It is safe to call more than once.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		var errs []error
+		if c.cancel != nil {
+			c.cancel()
+			select {
+			case err := <-c.done:
+				if err != nil {
+					errs = append(errs, fmt.Errorf("node-group operator: %w", err))
+				}
+			case <-time.After(30 * time.Second):
+				errs = append(errs, errors.New("node-group operator did not stop within 30s"))
+			}
+		}
+		if c.logFile != nil {
+			_ = c.logFile.Close()
+		}
+		if err := c.cp.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+		c.stopErr = errors.Join(errs...)
+	})
+	return c.stopErr
+}
