@@ -1,14 +1,65 @@
+// Command karpenter-clevercloud is Karpenter with the Clever Kubernetes Engine cloud provider.
 package main
 
 import (
-	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
-	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
-	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
-	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
-	_ "sigs.k8s.io/controller-runtime/pkg/envtest"
-	_ "sigs.k8s.io/karpenter/pkg/operator"
-	_ "github.com/invopop/jsonschema"
-	_ "cuelang.org/go/cue"
+	"fmt"
+	"os"
+
+	"github.com/samber/lo"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider/metrics"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider/overlay"
+	"sigs.k8s.io/karpenter/pkg/controllers"
+	"sigs.k8s.io/karpenter/pkg/controllers/node/health"
+	"sigs.k8s.io/karpenter/pkg/controllers/state"
+	"sigs.k8s.io/karpenter/pkg/operator"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/capacity"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/version"
 )
 
-func main() {}
+func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "--version" || os.Args[1] == "version") {
+		fmt.Println(version.Version)
+		return
+	}
+	cfg, err := settings.Load()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "karpenter-clevercloud: invalid settings:\n%v\n", err)
+		os.Exit(2)
+	}
+
+	ctx, op := operator.NewOperator()
+	logger := log.FromContext(ctx).WithName("clevercloud")
+	logger.Info("starting", "version", version.Version, "region", cfg.Region)
+
+	cat := lo.Must(catalog.Load(cfg.FlavorsConfigPath, cfg.Region, logger.WithName("catalog")))
+	watcher := lo.Must(client.NewWithWatch(op.GetConfig(), client.Options{Scheme: op.GetScheme(), Mapper: op.GetRESTMapper()}))
+	groups := nodegroup.NewClient(op.GetClient(), op.GetAPIReader(), watcher)
+
+	provider := cloudprovider.New(op.GetClient(), groups, cat, op.InstanceTypeStore, op.EventRecorder, op.Clock, cfg.AcceptanceTimeout.Duration)
+	undecorated := metrics.Decorate(provider)
+	cloudProvider := overlay.Decorate(undecorated, op.GetClient(), op.InstanceTypeStore)
+	repairPolicies := lo.Must(health.NewRepairPolicyMatcher(ctx, cloudProvider))
+	clusterState := state.NewCluster(op.Clock, op.GetClient(), cloudProvider, state.WithRepairPolicyMatcher(repairPolicies))
+
+	recorder := op.GetEventRecorderFor("karpenter-clevercloud")
+	op.
+		WithControllers(ctx, controllers.NewControllers(ctx, op.Manager, op.Clock, op.GetClient(), op.EventRecorder,
+			cloudProvider, undecorated, clusterState, op.InstanceTypeStore, op.PredictionStore)...).
+		WithControllers(ctx,
+			nodeclass.New(op.GetClient(), op.GetRESTMapper()),
+			providerid.New(op.GetClient(), recorder),
+			capacity.New(op.GetClient(), cat),
+			garbagecollection.New(op.GetClient(), op.GetAPIReader(), recorder, op.Clock, garbagecollection.DefaultPeriod),
+		).
+		Start(ctx)
+}

@@ -8,6 +8,7 @@ package v1alpha1
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 var (
@@ -22,3 +23,11 @@ var (
 	// AddToScheme adds CleverNodeClass to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func init() {
+	// Karpenter's operator builds its clients on client-go's global scheme, where core
+	// registers its own kinds; ours must be there too.
+	if err := AddToScheme(scheme.Scheme); err != nil {
+		panic(err)
+	}
+}

@@ -1,10 +1,15 @@
 package v1alpha1
 
+import karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
 // Group is the API group of the provider's own resources and the prefix of its labels.
 const Group = "karpenter.clever-cloud.com"
 
 // Labels and annotations the provider writes on NodeGroups and exposes on instance types.
 const (
+	// LabelNodeClaim names the NodeClaim a NodeGroup was launched for. Its presence makes a
+	// NodeGroup "managed" for reads; destructive paths also require an owner reference.
+	LabelNodeClaim = Group + "/nodeclaim"
 	// LabelNodeClass names the CleverNodeClass a NodeGroup was built from.
 	LabelNodeClass = Group + "/nodeclass"
 	// LabelInstanceCPU is the flavor's vCPU count, as an integer (e.g. "8").
@@ -20,6 +25,22 @@ const (
 	// NodeClassHashVersion is the current hashing scheme.
 	NodeClassHashVersion = "v1"
 
+	// ProviderIDPrefix starts every provider ID: clevercloud://<nodegroup>.
+	ProviderIDPrefix = "clevercloud://"
+
 	// TerminationFinalizer holds a CleverNodeClass while NodeClaims still reference it.
 	TerminationFinalizer = Group + "/termination"
 )
+
+// Labels CKE puts on nodes that users may select on; mirrored from the NodeGroup API
+// package so that this package stays free of it.
+const (
+	labelFlavor          = "clever-cloud.com/flavor"
+	labelClusterNodeRole = "clever-cloud.com/cluster-node-role"
+)
+
+func init() {
+	// Karpenter only provisions for pods that select on labels it knows instance types can
+	// carry; register ours so `nodeSelector: {clever-cloud.com/flavor: M}` triggers a launch.
+	karpv1.WellKnownLabels.Insert(labelFlavor, labelClusterNodeRole, LabelInstanceCPU, LabelInstanceMemory)
+}

@@ -1,0 +1,415 @@
+// Package cloudprovider implements Karpenter's CloudProvider on CKE NodeGroups: one NodeGroup
+// with nodeCount 1 per NodeClaim.
+package cloudprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/awslabs/operatorpkg/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider"
+	"sigs.k8s.io/karpenter/pkg/controllers/nodeoverlay"
+	"sigs.k8s.io/karpenter/pkg/events"
+	"sigs.k8s.io/karpenter/pkg/operator/options"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
+	"sigs.k8s.io/karpenter/pkg/utils/resources"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+)
+
+// Name is the provider's name as Karpenter reports it.
+const Name = "clevercloud"
+
+// DriftReasonNodeClass is reported when a node's CleverNodeClass changed after launch.
+const DriftReasonNodeClass cloudprovider.DriftReason = "NodeClassDrift"
+
+// QuotaRejectionTTL is how long a flavor refused by the quota stays unavailable, unless a
+// managed group is deleted first.
+const QuotaRejectionTTL = 3 * time.Minute
+
+var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
+
+// CloudProvider launches and tracks CKE nodes as NodeGroups.
+type CloudProvider struct {
+	kube              client.Client
+	groups            *nodegroup.Client
+	catalog           *catalog.Catalog
+	overlays          *nodeoverlay.InstanceTypeStore
+	recorder          events.Recorder
+	clock             clock.Clock
+	acceptanceTimeout time.Duration
+	rejected          *unavailable
+}
+
+// New builds the provider. overlays may be nil when NodeOverlay is not wired.
+func New(kube client.Client, groups *nodegroup.Client, cat *catalog.Catalog, overlays *nodeoverlay.InstanceTypeStore,
+	recorder events.Recorder, clk clock.Clock, acceptanceTimeout time.Duration) *CloudProvider {
+	return &CloudProvider{
+		kube: kube, groups: groups, catalog: cat, overlays: overlays, recorder: recorder, clock: clk,
+		acceptanceTimeout: acceptanceTimeout, rejected: newUnavailable(clk, QuotaRejectionTTL),
+	}
+}
+
+// Name implements cloudprovider.CloudProvider.
+func (c *CloudProvider) Name() string { return Name }
+
+// GetSupportedNodeClasses implements cloudprovider.CloudProvider.
+func (c *CloudProvider) GetSupportedNodeClasses() []status.Object {
+	return []status.Object{&v1alpha1.CleverNodeClass{}}
+}
+
+// Reboot implements cloudprovider.CloudProvider: the NodeGroup API cannot reboot a VM.
+func (c *CloudProvider) Reboot(context.Context, *karpv1.NodeClaim, string) error {
+	return cloudprovider.NewNodeRebootNotImplementedError()
+}
+
+// RepairPolicies implements cloudprovider.CloudProvider. A node whose kubelet reports
+// NotReady or stops reporting for 10 minutes is replaced; CKE offers no in-place repair.
+func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
+	return []cloudprovider.RepairPolicy{
+		{
+			// The set's single fallback policy, as core requires.
+			ConditionType:      corev1.NodeReady,
+			ConditionStatus:    corev1.ConditionFalse,
+			TolerationDuration: 10 * time.Minute,
+			Action:             cloudprovider.ReplaceNode,
+		},
+		{
+			ConditionType:      corev1.NodeReady,
+			ConditionStatus:    corev1.ConditionUnknown,
+			ReasonRegex:        ".*",
+			TolerationDuration: 10 * time.Minute,
+			Action:             cloudprovider.ReplaceNode,
+		},
+	}
+}
+
+// GetInstanceTypes implements cloudprovider.CloudProvider: every flavor, with the ones the
+// quota just refused offered as unavailable.
+func (c *CloudProvider) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	return c.instanceTypes(), nil
+}
+
+func (c *CloudProvider) instanceTypes() []*cloudprovider.InstanceType {
+	its := c.catalog.InstanceTypes()
+	marked := c.rejected.snapshot()
+	if marked == nil {
+		return its
+	}
+	out := make([]*cloudprovider.InstanceType, len(its))
+	for i, it := range its {
+		if !marked[it.Name] {
+			out[i] = it
+			continue
+		}
+		offerings := make(cloudprovider.Offerings, len(it.Offerings))
+		for j, o := range it.Offerings {
+			oc := *o
+			oc.Available = false
+			offerings[j] = &oc
+		}
+		out[i] = &cloudprovider.InstanceType{Name: it.Name, Requirements: it.Requirements, Capacity: it.Capacity, Overhead: it.Overhead, Offerings: offerings}
+	}
+	return out
+}
+
+// Create implements cloudprovider.CloudProvider.
+func (c *CloudProvider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	class, err := c.readyNodeClass(ctx, claim)
+	if err != nil {
+		return nil, err
+	}
+	it, err := c.pick(ctx, claim)
+	if err != nil {
+		return nil, err
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodegroup", claim.Name, "flavor", it.Name))
+	created := c.clock.Now()
+	group, err := c.groups.Create(ctx, nodegroup.Build(claim, class, it.Name))
+	if err != nil {
+		return nil, err
+	}
+	if group.Spec.Flavor != it.Name {
+		// An adopted group from an earlier attempt: describe what was really launched.
+		it = c.instanceType(group.Spec.Flavor)
+	}
+	verdict, last, err := c.groups.Wait(ctx, group.Name, c.acceptanceTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for nodegroup %q to be accepted: %w", group.Name, err)
+	}
+	metrics.AcceptanceSeconds.WithLabelValues(verdict.Outcome.String()).Observe(c.clock.Since(created).Seconds())
+	metrics.Launches.WithLabelValues(it.Name, verdict.Outcome.String()).Inc()
+	switch verdict.Outcome {
+	case nodegroup.QuotaExceeded:
+		return nil, c.quotaRejected(ctx, claim, group, it, verdict.Message)
+	case nodegroup.Vanished:
+		metrics.Vanished.WithLabelValues("acceptance").Inc()
+		c.recorder.Publish(nodeGroupVanished(claim, group.Name))
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q vanished before it was accepted", group.Name))
+	case nodegroup.TimedOut:
+		log.FromContext(ctx).Info("no verdict from the node-group operator in time, proceeding; Karpenter's registration timeout is the backstop", "timeout", c.acceptanceTimeout)
+		c.recorder.Publish(acceptanceTimedOut(claim, group.Name, c.acceptanceTimeout))
+	}
+	if last != nil {
+		group = last
+	}
+	return c.toNodeClaim(group, it), nil
+}
+
+func (c *CloudProvider) quotaRejected(ctx context.Context, claim *karpv1.NodeClaim, group *ngv1.NodeGroup, it *cloudprovider.InstanceType, message string) error {
+	usage, parsed := nodegroup.ParseQuotaMessage(message)
+	resource := "unknown"
+	if parsed {
+		resource = usage.Resource
+	}
+	metrics.QuotaRejections.WithLabelValues(it.Name, resource).Inc()
+	c.rejected.mark(c.atLeastAsLarge(it, resource)...)
+	c.recorder.Publish(quotaExceeded(claim, group.Name, it.Name, message))
+	log.FromContext(ctx).Info("organisation quota refused the nodegroup, deleting it", "message", message)
+	if err := c.groups.Delete(ctx, group); err != nil && !apierrors.IsNotFound(err) {
+		// The garbage collector reaps it later: it is owned by a NodeClaim that is going away.
+		log.FromContext(ctx).Error(err, "deleting rejected nodegroup")
+	}
+	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q: %s", group.Name, message))
+}
+
+// atLeastAsLarge lists the flavors that need at least as much of the exceeded resource as the
+// refused one: if 8 vCPU did not fit, 10 will not either, but 4 may.
+func (c *CloudProvider) atLeastAsLarge(refused *cloudprovider.InstanceType, resource string) []string {
+	cpu, mem := refused.Capacity.Cpu(), refused.Capacity.Memory()
+	var out []string
+	for _, it := range c.catalog.InstanceTypes() {
+		switch resource {
+		case "CPU":
+			if it.Capacity.Cpu().Cmp(*cpu) >= 0 {
+				out = append(out, it.Name)
+			}
+		case "RAM":
+			if it.Capacity.Memory().Cmp(*mem) >= 0 {
+				out = append(out, it.Name)
+			}
+		default:
+			if it.Capacity.Cpu().Cmp(*cpu) >= 0 && it.Capacity.Memory().Cmp(*mem) >= 0 {
+				out = append(out, it.Name)
+			}
+		}
+	}
+	return out
+}
+
+// readyNodeClass resolves the claim's CleverNodeClass and insists it is Ready.
+func (c *CloudProvider) readyNodeClass(ctx context.Context, claim *karpv1.NodeClaim) (*v1alpha1.CleverNodeClass, error) {
+	ref := claim.Spec.NodeClassRef
+	if ref == nil || ref.Group != v1alpha1.Group || ref.Kind != "CleverNodeClass" {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("nodeclaim %q does not reference a CleverNodeClass", claim.Name))
+	}
+	class := &v1alpha1.CleverNodeClass{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("resolving CleverNodeClass %q: %w", ref.Name, err))
+		}
+		return nil, fmt.Errorf("resolving CleverNodeClass %q: %w", ref.Name, err)
+	}
+	ready := class.StatusConditions().Get(status.ConditionReady)
+	switch {
+	case ready.IsFalse():
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("CleverNodeClass %q is not ready: %s", class.Name, ready.Message))
+	case !ready.IsTrue():
+		// Not reconciled yet: a plain error makes Karpenter retry shortly.
+		return nil, fmt.Errorf("CleverNodeClass %q has not been reconciled yet", class.Name)
+	}
+	return class, nil
+}
+
+// pick chooses the cheapest available flavor compatible with the claim's requirements whose
+// allocatable fits its requests, honouring NodeOverlay prices and capacities when enabled.
+func (c *CloudProvider) pick(ctx context.Context, claim *karpv1.NodeClaim) (*cloudprovider.InstanceType, error) {
+	its := c.instanceTypes()
+	if c.overlays != nil && options.FromContext(ctx).FeatureGates.NodeOverlay {
+		var err error
+		if its, err = c.overlays.ApplyAll(claim.Labels[karpv1.NodePoolLabelKey], its); err != nil {
+			return nil, fmt.Errorf("applying node overlays: %w", err)
+		}
+	}
+	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(claim.Spec.Requirements...)
+	var best *cloudprovider.InstanceType
+	bestPrice := 0.0
+	for _, it := range its {
+		if !reqs.IsCompatible(it.Requirements, scheduling.AllowUndefinedWellKnownLabels) {
+			continue
+		}
+		if !resources.Fits(claim.Spec.Resources.Requests, it.Allocatable()) {
+			continue
+		}
+		offering := it.Offerings.Available().Compatible(reqs).Cheapest()
+		if offering == nil {
+			continue
+		}
+		if best == nil || offering.Price < bestPrice {
+			best, bestPrice = it, offering.Price
+		}
+	}
+	if best == nil {
+		return nil, cloudprovider.NewInsufficientCapacityError(errors.New("no available flavor satisfies the nodeclaim's requirements and requests"))
+	}
+	return best, nil
+}
+
+// instanceType describes a flavor, synthesizing one the catalogue no longer has rather than
+// failing: a failing Get or List stalls Karpenter's garbage collection cluster-wide.
+func (c *CloudProvider) instanceType(flavor string) *cloudprovider.InstanceType {
+	if it, ok := c.catalog.Get(flavor); ok {
+		return it
+	}
+	catalog.UnknownFlavorLookups.WithLabelValues(flavor).Inc()
+	return c.catalog.Synthesize(flavor)
+}
+
+// Get implements cloudprovider.CloudProvider.
+func (c *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
+	name := nodegroup.GroupName(providerID)
+	if name == "" {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("provider ID %q is not a Clever Cloud one", providerID))
+	}
+	group, err := c.groups.Get(ctx, name)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("nodegroup %q: %w", name, err))
+		}
+		return nil, fmt.Errorf("getting nodegroup %q: %w", name, err)
+	}
+	if !nodegroup.IsManaged(group) || group.DeletionTimestamp != nil {
+		// A terminating group reads as gone: the node-group operator waits for the Node to be
+		// deletable, which waits for Karpenter to let go of the claim.
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("nodegroup %q is terminating or not managed", name))
+	}
+	return c.toNodeClaim(group, c.instanceType(group.Spec.Flavor)), nil
+}
+
+// List implements cloudprovider.CloudProvider: managed, live groups only.
+func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	groups, err := c.groups.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*karpv1.NodeClaim
+	for i := range groups {
+		g := &groups[i]
+		if !nodegroup.IsManaged(g) || g.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, c.toNodeClaim(g, c.instanceType(g.Spec.Flavor)))
+	}
+	return out, nil
+}
+
+// Delete implements cloudprovider.CloudProvider.
+func (c *CloudProvider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
+	name := nodegroup.GroupName(claim.Status.ProviderID)
+	if name == "" {
+		name = claim.Name // launched but never described: the group is named after the claim
+	}
+	group, err := c.groups.GetUncached(ctx, name)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("nodegroup %q: %w", name, err))
+		}
+		return fmt.Errorf("getting nodegroup %q: %w", name, err)
+	}
+	if group.DeletionTimestamp != nil {
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("nodegroup %q is already terminating", name))
+	}
+	if owner := nodegroup.OwnerClaim(group); !nodegroup.IsManaged(group) || owner == nil || (claim.UID != "" && owner.UID != claim.UID) {
+		// Never delete what this claim does not provably own; from the claim's point of view
+		// its instance is gone.
+		c.recorder.Publish(deleteRefused(claim, name))
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("refusing to delete nodegroup %q: not owned by nodeclaim %q", name, claim.Name))
+	}
+	if err := c.groups.Delete(ctx, group); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return cloudprovider.NewNodeClaimNotFoundError(err)
+		}
+		return err
+	}
+	c.rejected.clear()
+	return nil
+}
+
+// IsDrifted implements cloudprovider.CloudProvider: a group built from an older version of
+// its CleverNodeClass has drifted.
+func (c *CloudProvider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
+	if claim.Spec.NodeClassRef == nil {
+		return "", nil
+	}
+	class := &v1alpha1.CleverNodeClass{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: claim.Spec.NodeClassRef.Name}, class); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	name := nodegroup.GroupName(claim.Status.ProviderID)
+	if name == "" {
+		return "", nil
+	}
+	group, err := c.groups.Get(ctx, name)
+	if err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if group.Annotations[v1alpha1.AnnotationNodeClassHashVersion] != v1alpha1.NodeClassHashVersion {
+		return "", nil // hashed by another scheme: not comparable, and not worth a fleet roll
+	}
+	if group.Annotations[v1alpha1.AnnotationNodeClassHash] != class.Hash() {
+		return DriftReasonNodeClass, nil
+	}
+	return "", nil
+}
+
+// toNodeClaim describes a group as Karpenter sees a launched instance.
+func (c *CloudProvider) toNodeClaim(g *ngv1.NodeGroup, it *cloudprovider.InstanceType) *karpv1.NodeClaim {
+	labels := map[string]string{}
+	for key, req := range it.Requirements {
+		if req.Len() == 1 {
+			labels[key] = req.Values()[0]
+		}
+	}
+	for k, v := range g.Spec.Labels {
+		labels[k] = v
+	}
+	if pool := g.Labels[karpv1.NodePoolLabelKey]; pool != "" {
+		labels[karpv1.NodePoolLabelKey] = pool
+	}
+	annotations := map[string]string{}
+	for _, k := range []string{v1alpha1.AnnotationNodeClassHash, v1alpha1.AnnotationNodeClassHashVersion} {
+		if v, ok := g.Annotations[k]; ok {
+			annotations[k] = v
+		}
+	}
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              g.Labels[v1alpha1.LabelNodeClaim],
+			Labels:            labels,
+			Annotations:       annotations,
+			CreationTimestamp: g.CreationTimestamp,
+		},
+		Status: karpv1.NodeClaimStatus{
+			ProviderID:  nodegroup.ProviderID(g.Name),
+			Capacity:    it.Capacity,
+			Allocatable: it.Allocatable(),
+		},
+	}
+	if g.DeletionTimestamp != nil {
+		nc.DeletionTimestamp = g.DeletionTimestamp
+	}
+	return nc
+}

@@ -1,0 +1,150 @@
+package nodegroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+)
+
+// ErrNotOurs means a NodeGroup of that name exists but was not launched for this NodeClaim.
+var ErrNotOurs = errors.New("a NodeGroup of that name exists and is not owned by this NodeClaim")
+
+// Client creates, watches and deletes NodeGroups. Reads that decide something destructive go
+// through the uncached API reader.
+type Client struct {
+	kube    client.Client
+	api     client.Reader
+	watcher client.WithWatch
+}
+
+// NewClient wires a cached client (reads and writes), an uncached reader and a watch client.
+func NewClient(kube client.Client, api client.Reader, watcher client.WithWatch) *Client {
+	return &Client{kube: kube, api: api, watcher: watcher}
+}
+
+// Create creates the group, or adopts an existing group of the same name that the same
+// NodeClaim (by UID) owns: a retried Create must not launch twice nor fail on its own group.
+func (c *Client) Create(ctx context.Context, g *ngv1.NodeGroup) (*ngv1.NodeGroup, error) {
+	err := c.kube.Create(ctx, g)
+	if err == nil {
+		return g, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating nodegroup %q: %w", g.Name, err)
+	}
+	existing := &ngv1.NodeGroup{}
+	if err := c.api.Get(ctx, client.ObjectKey{Name: g.Name}, existing); err != nil {
+		return nil, fmt.Errorf("reading existing nodegroup %q: %w", g.Name, err)
+	}
+	want, got := OwnerClaim(g), OwnerClaim(existing)
+	if want == nil || got == nil || want.UID != got.UID {
+		return nil, fmt.Errorf("creating nodegroup %q: %w", g.Name, ErrNotOurs)
+	}
+	return existing, nil
+}
+
+// Wait returns the platform's verdict on a group, driven by watch events; it gives up with
+// TimedOut after timeout. The last seen state of the group is returned with the verdict.
+func (c *Client) Wait(ctx context.Context, name string, timeout time.Duration) (Verdict, *ngv1.NodeGroup, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last *ngv1.NodeGroup
+	for {
+		// A watch without a resourceVersion first replays the current object as ADDED, so
+		// a verdict that landed before the watch started is not missed.
+		w, err := c.watcher.Watch(ctx, &ngv1.NodeGroupList{}, client.MatchingFieldsSelector{
+			Selector: fields.OneTermEqualSelector("metadata.name", name),
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return Verdict{Outcome: TimedOut}, last, nil
+			}
+			return Verdict{}, last, fmt.Errorf("watching nodegroup %q: %w", name, err)
+		}
+		v, seen, done := c.consume(ctx, w)
+		w.Stop()
+		if seen != nil {
+			last = seen
+		}
+		if done {
+			return v, last, nil
+		}
+		if ctx.Err() != nil {
+			return Verdict{Outcome: TimedOut}, last, nil
+		}
+		// The server closed the watch (timeout, restart): confirm the group still exists
+		// before watching again, since a deletion may have happened in between.
+		if err := c.api.Get(ctx, client.ObjectKey{Name: name}, &ngv1.NodeGroup{}); apierrors.IsNotFound(err) {
+			return Verdict{Outcome: Vanished, Message: "the NodeGroup was deleted"}, last, nil
+		}
+	}
+}
+
+func (c *Client) consume(ctx context.Context, w watch.Interface) (Verdict, *ngv1.NodeGroup, bool) {
+	var last *ngv1.NodeGroup
+	for {
+		select {
+		case <-ctx.Done():
+			return Verdict{}, last, false
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return Verdict{}, last, false
+			}
+			g, isGroup := ev.Object.(*ngv1.NodeGroup)
+			if !isGroup {
+				continue // a watch error status; reopen
+			}
+			last = g
+			if ev.Type == watch.Deleted {
+				return Verdict{Outcome: Vanished, Message: "the NodeGroup was deleted"}, last, true
+			}
+			if v := Judge(g); v.Outcome != Pending {
+				return v, last, true
+			}
+		}
+	}
+}
+
+// Get reads a group through the cache.
+func (c *Client) Get(ctx context.Context, name string) (*ngv1.NodeGroup, error) {
+	g := &ngv1.NodeGroup{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, g); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// GetUncached reads a group from the apiserver, for decisions that must not act on a stale cache.
+func (c *Client) GetUncached(ctx context.Context, name string) (*ngv1.NodeGroup, error) {
+	g := &ngv1.NodeGroup{}
+	if err := c.api.Get(ctx, client.ObjectKey{Name: name}, g); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// List lists every NodeGroup through the cache.
+func (c *Client) List(ctx context.Context) ([]ngv1.NodeGroup, error) {
+	list := &ngv1.NodeGroupList{}
+	if err := c.kube.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing nodegroups: %w", err)
+	}
+	return list.Items, nil
+}
+
+// Delete deletes the group if it is still the same object (UID precondition), so a group
+// re-created under the same name is never deleted by mistake.
+func (c *Client) Delete(ctx context.Context, g *ngv1.NodeGroup) error {
+	if err := c.kube.Delete(ctx, g, client.Preconditions{UID: &g.UID}); err != nil {
+		return fmt.Errorf("deleting nodegroup %q: %w", g.Name, err)
+	}
+	return nil
+}
