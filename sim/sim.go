@@ -107,6 +107,7 @@ type Cluster struct {
 	stopOnce sync.Once
 	stopErr  error
 	logFile  *os.File
+	operator *operator.Operator
 }
 
 // Scheme knows the built-in types, CRDs and NodeGroup.
@@ -210,7 +211,8 @@ func (c *Cluster) startOperator(opts Options, log logr.Logger) error {
 	}
 	oo := opts.Operator
 	oo.Log = log.WithName("nodegroup-operator")
-	if err := operator.New(mgr.GetClient(), oo).SetupWithManager(mgr); err != nil {
+	c.operator = operator.New(mgr.GetClient(), oo)
+	if err := c.operator.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("registering node-group operator: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -278,6 +280,10 @@ func (c *Cluster) KubeconfigPath() string { return c.cp.KubeconfigPath() }
 
 // Client is an admin client that knows NodeGroup.
 func (c *Cluster) Client() client.Client { return c.client }
+
+// Operator is the simulated node-group operator; its Configure changes quota, delays,
+// faults and quirks while the cluster runs.
+func (c *Cluster) Operator() *operator.Operator { return c.operator }
 
 // Dir is the work folder: kubeconfig, logs/, audit.log.
 func (c *Cluster) Dir() string { return c.cp.Dir() }

@@ -80,10 +80,10 @@ type Options struct {
 // Operator reconciles NodeGroups into Nodes.
 type Operator struct {
 	client.Client
-	opts  Options
-	limit usage
+	log logr.Logger
 
 	mu     sync.Mutex
+	opts   Options
 	groups map[types.UID]*groupState
 	// ledger holds what each accepted group holds of the quota, by group name.
 	ledger  map[string]usage
@@ -117,12 +117,40 @@ func New(c client.Client, opts Options) *Operator {
 	}
 	return &Operator{
 		Client:  c,
+		log:     opts.Log,
 		opts:    opts,
-		limit:   usage{CPU: opts.QuotaCPU, GB: opts.QuotaRAMGB},
 		groups:  map[types.UID]*groupState{},
 		ledger:  map[string]usage{},
 		batches: map[string]*batch{},
 	}
+}
+
+// Options returns the options in force.
+func (o *Operator) Options() Options {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.opts
+}
+
+// Configure changes options at run time (quota, delays, faults, quirks), e.g. between the
+// scenarios of a test suite. Groups already judged keep their verdict.
+func (o *Operator) Configure(mutate func(*Options)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	mutate(&o.opts)
+	if o.opts.QuotaCPU == 0 {
+		o.opts.QuotaCPU = 40
+	}
+	if o.opts.QuotaRAMGB == 0 {
+		o.opts.QuotaRAMGB = 40
+	}
+}
+
+// ResetQuotaEngine drops leaked reservations and any open batch.
+func (o *Operator) ResetQuotaEngine() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.leaks, o.batch = nil, nil
 }
 
 // SetupWithManager registers the controller: NodeGroups, and Nodes mapped to their group
@@ -144,7 +172,8 @@ func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile moves one NodeGroup one step along its life.
 func (o *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	log := o.opts.Log.WithValues("nodegroup", req.Name)
+	log := o.log.WithValues("nodegroup", req.Name)
+	opts := o.Options()
 	g := &ngv1.NodeGroup{}
 	if err := o.Get(ctx, req.NamespacedName, g); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -154,7 +183,7 @@ func (o *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, fmt.Errorf("reading NodeGroup %q: %w", req.Name, err)
 	}
 	if !g.DeletionTimestamp.IsZero() {
-		return o.teardown(ctx, log, g)
+		return o.teardown(ctx, log, g, opts)
 	}
 	if !controllerutil.ContainsFinalizer(g, Finalizer) {
 		controllerutil.AddFinalizer(g, Finalizer)
@@ -164,7 +193,7 @@ func (o *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	now := time.Now()
 	st := o.state(g, now)
-	faults := o.faults(g)
+	faults := faultsOf(g, opts.Faults)
 
 	if !st.accepted {
 		if slices.Contains(faults, FaultNeverAccept) {
@@ -172,13 +201,13 @@ func (o *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 				setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, "Provisioning", "Waiting for the node group to be created upstream")
 			})
 		}
-		if wait := st.firstSeen.Add(o.opts.AcceptDelay).Sub(now); wait > 0 {
+		if wait := st.firstSeen.Add(opts.AcceptDelay).Sub(now); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) {
 				setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, "Provisioning", "Waiting for the node group to be created upstream")
 			})
 		}
 	} else if slices.Contains(faults, FaultVanishAfterAccept) {
-		if wait := st.acceptedAt.Add(o.opts.VanishDelay).Sub(now); wait > 0 {
+		if wait := st.acceptedAt.Add(opts.VanishDelay).Sub(now); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		return reconcile.Result{}, o.vanish(ctx, log, g)
@@ -195,13 +224,13 @@ func (o *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 			return reconcile.Result{RequeueAfter: wait}, err
 		}
 		if st.accepted && slices.Contains(faults, FaultVanishAfterAccept) {
-			return reconcile.Result{RequeueAfter: o.opts.VanishDelay}, nil
+			return reconcile.Result{RequeueAfter: opts.VanishDelay}, nil
 		}
 	}
 	if !st.accepted {
 		return reconcile.Result{}, nil
 	}
-	return o.converge(ctx, log, g, st, faults, now)
+	return o.converge(ctx, log, g, st, faults, opts, now)
 }
 
 // judge asks the quota engine for spec.nodeCount nodes and records its verdict in status.
@@ -223,13 +252,15 @@ func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup
 	}
 
 	o.mu.Lock()
+	opts := o.opts
+	limit := usage{CPU: opts.QuotaCPU, GB: opts.QuotaRAMGB}
 	var accepted bool
 	var message string
-	if !st.accepted && o.opts.QuotaBatchWindow > 0 {
+	if !st.accepted && opts.QuotaBatchWindow > 0 {
 		b := o.batches[g.Name]
 		if b == nil {
 			if o.batch == nil || !now.Before(o.batch.closesAt) {
-				o.batch = &batch{closesAt: now.Add(o.opts.QuotaBatchWindow), members: map[string]usage{}}
+				o.batch = &batch{closesAt: now.Add(opts.QuotaBatchWindow), members: map[string]usage{}}
 			}
 			b = o.batch
 			b.members[g.Name] = want
@@ -244,9 +275,9 @@ func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup
 			for _, u := range b.members {
 				total = total.add(u)
 			}
-			b.decided, b.accepted = true, total.fits(o.limit)
+			b.decided, b.accepted = true, total.fits(limit)
 			if !b.accepted {
-				b.message = quotaMessage(o.limit, total)
+				b.message = quotaMessage(limit, total)
 			}
 			log.Info("quota batch judged", "members", len(b.members), "accepted", b.accepted)
 		}
@@ -254,9 +285,9 @@ func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup
 		delete(o.batches, g.Name)
 	} else {
 		total := base.add(o.heldLocked(now, g.Name)).add(want)
-		accepted = total.fits(o.limit)
+		accepted = total.fits(limit)
 		if !accepted {
-			message = quotaMessage(o.limit, total)
+			message = quotaMessage(limit, total)
 		}
 	}
 	st.judgedGeneration = g.Generation
@@ -297,7 +328,7 @@ func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup
 }
 
 // converge boots and removes Nodes until the group has its granted count.
-func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup, st *groupState, faults []Fault, now time.Time) (reconcile.Result, error) {
+func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup, st *groupState, faults []Fault, opts Options, now time.Time) (reconcile.Result, error) {
 	nodes, err := o.nodesOf(ctx, g.Name)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -308,9 +339,9 @@ func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 			existing[idx] = &nodes[i]
 		}
 	}
-	bootDelay := o.opts.BootDelay
+	bootDelay := opts.BootDelay
 	if slices.Contains(faults, FaultSlowBoot) {
-		bootDelay = o.opts.SlowBootDelay
+		bootDelay = opts.SlowBootDelay
 	}
 	var next time.Duration
 	later := func(d time.Duration) {
@@ -351,7 +382,7 @@ func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 		delete(st.bootAt, idx)
 		at, ok := st.removeAt[idx]
 		if !ok {
-			at = now.Add(o.opts.TeardownDelay)
+			at = now.Add(opts.TeardownDelay)
 			st.removeAt[idx] = at
 		}
 		if wait := at.Sub(now); wait > 0 {
@@ -377,14 +408,14 @@ func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 
 // teardown removes a deleted group's Nodes after TeardownDelay, waits until they are really
 // gone (Karpenter may hold a finalizer on them), then lets the group go.
-func (o *Operator) teardown(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup) (reconcile.Result, error) {
+func (o *Operator) teardown(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup, opts Options) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(g, Finalizer) {
 		return reconcile.Result{}, nil
 	}
 	now := time.Now()
 	st := o.state(g, now)
 	if st.teardownAt.IsZero() {
-		st.teardownAt = now.Add(o.opts.TeardownDelay)
+		st.teardownAt = now.Add(opts.TeardownDelay)
 		if err := o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) {
 			setCondition(s, g, ngv1.ConditionTerminating, metav1.ConditionTrue, "Deleting", "Node group is being deleted")
 			setCondition(s, g, ngv1.ConditionReady, metav1.ConditionFalse, "Deleting", "Node group is being deleted")
@@ -529,10 +560,10 @@ func (o *Operator) forget(name string) {
 	}
 }
 
-func (o *Operator) faults(g *ngv1.NodeGroup) []Fault {
+func faultsOf(g *ngv1.NodeGroup, global []Fault) []Fault {
 	raw, ok := g.Annotations[FaultAnnotation]
 	if !ok {
-		return o.opts.Faults
+		return global
 	}
 	var out []Fault
 	for _, f := range strings.Split(raw, ",") {

@@ -1,0 +1,193 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+)
+
+// One simulated CKE serves every test of the package: starting one costs ~10s of a small
+// machine. The organisation quota is shared too, so tests run one after the other and leave
+// no NodeGroup behind.
+var (
+	cluster  *sim.Cluster
+	k8s      client.Client
+	defaults operator.Options
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "skipping simulator tests: KUBEBUILDER_ASSETS is not set (make test sets it)")
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	opts := sim.InstantOptions()
+	opts.Audit = true
+	var err error
+	cluster, err = sim.Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting simulated CKE:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "simulated CKE started in %s\n", time.Since(start).Round(10*time.Millisecond))
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping simulated CKE:", err)
+		}
+	}()
+	k8s = cluster.Client()
+	defaults = cluster.Operator().Options()
+	return m.Run()
+}
+
+// eventually polls check until it returns nil or the deadline passes.
+func eventually(t *testing.T, timeout time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// consistently fails if check returns an error at any poll during d.
+func consistently(t *testing.T, d time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := check(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// configure changes the operator's options for one test.
+func configure(t *testing.T, mutate func(*operator.Options)) {
+	t.Helper()
+	cluster.Operator().Configure(mutate)
+	t.Cleanup(func() {
+		cluster.Operator().Configure(func(o *operator.Options) { *o = defaults })
+		cluster.Operator().ResetQuotaEngine()
+	})
+}
+
+func newGroup(name, flavor string, nodes int32) *ngv1.NodeGroup {
+	g := &ngv1.NodeGroup{Spec: ngv1.NodeGroupSpec{Flavor: flavor, NodeCount: nodes}}
+	g.Name = name
+	return g
+}
+
+// create creates a group and deletes it (waiting until it is gone) when the test ends.
+func create(t *testing.T, g *ngv1.NodeGroup) *ngv1.NodeGroup {
+	t.Helper()
+	ctx := context.Background()
+	if err := k8s.Create(ctx, g); err != nil {
+		t.Fatalf("creating NodeGroup %q: %v", g.Name, err)
+	}
+	t.Cleanup(func() { deleteAndWait(t, g.Name) })
+	return g
+}
+
+func deleteAndWait(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	g := &ngv1.NodeGroup{}
+	g.Name = name
+	if err := k8s.Delete(ctx, g); client.IgnoreNotFound(err) != nil {
+		t.Fatalf("deleting NodeGroup %q: %v", name, err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		err := k8s.Get(ctx, client.ObjectKey{Name: name}, &ngv1.NodeGroup{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("NodeGroup %q still there (%v)", name, err)
+	})
+}
+
+func get(t *testing.T, name string) *ngv1.NodeGroup {
+	t.Helper()
+	g := &ngv1.NodeGroup{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, g); err != nil {
+		t.Fatalf("reading NodeGroup %q: %v", name, err)
+	}
+	return g
+}
+
+// waitPhase waits for a group's phase and returns the group.
+func waitPhase(t *testing.T, name, phase string) *ngv1.NodeGroup {
+	t.Helper()
+	var g *ngv1.NodeGroup
+	eventually(t, 20*time.Second, func() error {
+		g = get(t, name)
+		if g.Status.Phase != phase {
+			return fmt.Errorf("NodeGroup %q phase %q, want %q (conditions %+v)", name, g.Status.Phase, phase, g.Status.Conditions)
+		}
+		return nil
+	})
+	return g
+}
+
+func getNode(name string) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, n)
+	return n, err
+}
+
+func waitNodeReady(t *testing.T, name string) *corev1.Node {
+	t.Helper()
+	var n *corev1.Node
+	eventually(t, 30*time.Second, func() error {
+		var err error
+		if n, err = getNode(name); err != nil {
+			return err
+		}
+		if !sim.NodeReady(n) {
+			return fmt.Errorf("node %q not Ready", name)
+		}
+		return nil
+	})
+	return n
+}
+
+func waitNodeGone(t *testing.T, name string) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		if _, err := getNode(name); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("node %q still there (%v)", name, err)
+		}
+		return nil
+	})
+}
+
+func condition(g *ngv1.NodeGroup, t string) metav1.Condition {
+	if c := g.Condition(t); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
