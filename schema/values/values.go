@@ -86,8 +86,8 @@ type Values struct {
 // variable at it.
 type Settings struct {
 	settings.Settings
-	// Flavors are per-flavor overrides laid over the base catalogue; by default the pins of
-	// flavors/pins.cue. Empty leaves the catalogue as it is.
+	// Flavors are per-flavor overrides laid over the base catalogue, added to the pins of
+	// flavors/pins.cue; a flavor may be pinned once. With neither, the catalogue is used as is.
 	Flavors []catalog.Override `json:"flavors"`
 }
 
