@@ -1,0 +1,70 @@
+package controlplane
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Stop must leave no process behind: every component, etcd and the apiserver included.
+func TestStopLeavesNoProcess(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("KUBEBUILDER_ASSETS is not set (make test sets it)")
+	}
+	cp, err := Start(context.Background(), Options{Audit: true})
+	if err != nil {
+		t.Fatalf("starting control plane: %v", err)
+	}
+	markers := []string{cp.Dir(), cp.env.ControlPlane.APIServer.CertDir, cp.env.ControlPlane.Etcd.DataDir}
+	pids := processesMentioning(t, markers)
+	if len(pids) < 5 {
+		t.Errorf("found %d processes of the control plane, want etcd, apiserver, scheduler, controller-manager, kwok: %v", len(pids), pids)
+	}
+	if _, err := os.Stat(cp.KubeconfigPath()); err != nil {
+		t.Errorf("kubeconfig: %v", err)
+	}
+	dir := cp.Dir()
+	if err := cp.Stop(); err != nil {
+		t.Fatalf("stopping: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := processesMentioning(t, markers)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left after Stop: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("work folder %s not removed: %v", dir, err)
+	}
+}
+
+func processesMentioning(t *testing.T, markers []string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(raw), "\x00", " ")
+		for _, m := range markers {
+			if m != "" && strings.Contains(cmd, m) {
+				out[e.Name()] = filepath.Base(strings.Fields(cmd)[0])
+				break
+			}
+		}
+	}
+	return out
+}
