@@ -292,7 +292,8 @@ func (r *Refresher) nextDelay(failures int) time.Duration {
 	return jitter(d, r.random())
 }
 
-// jitter spreads d uniformly over [d×(1−Jitter), d×(1+Jitter)) for u in [0, 1).
+// jitter spreads d uniformly over [d×(1−Jitter), d×(1+Jitter)] for u in [0, 1); the upper
+// edge is reachable through float rounding only.
 func jitter(d time.Duration, u float64) time.Duration {
 	if u < 0 || u >= 1 || math.IsNaN(u) {
 		u = 0.5
