@@ -4,7 +4,6 @@
 package nodegroup
 
 import (
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,7 +56,7 @@ func Build(claim *karpv1.NodeClaim, class *v1alpha1.CleverNodeClass, flavor stri
 	if pool := claim.Labels[karpv1.NodePoolLabelKey]; pool != "" {
 		objectLabels[karpv1.NodePoolLabelKey] = pool
 	}
-	nodeLabels := NodeLabels(claim.Labels, class.Spec.Labels)
+	nodeLabels := NodeLabels(claim.Labels, class.Spec.LabelMap())
 	taints := []ngv1.Taint{{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}}
 	for _, t := range append(append([]corev1.Taint(nil), claim.Spec.Taints...), claim.Spec.StartupTaints...) {
 		if t.Key == karpv1.UnregisteredTaintKey {
@@ -125,16 +124,6 @@ func Admissible(key, value string) bool {
 		}
 	}
 	return len(validation.IsQualifiedName(key)) == 0 && len(validation.IsValidLabelValue(value)) == 0
-}
-
-// SortedKeys is used for stable log output.
-func SortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func ptr[T any](v T) *T { return &v }

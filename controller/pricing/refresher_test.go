@@ -193,6 +193,7 @@ func TestRefresherScheduleRetryAndRecovery(t *testing.T) {
 	if got := price(u.Rates, 10, 16); got != 0.1167 {
 		t.Fatalf("M priced %v, want 0.1167", got)
 	}
+	h.idle() // the sink runs before the outcome is recorded
 	start := h.r.LastSuccess()
 	if !start.Equal(h.clock.Now()) || h.r.Stale() {
 		t.Fatalf("after success: last %v stale %v", start, h.r.Stale())

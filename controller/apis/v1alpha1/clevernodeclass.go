@@ -23,10 +23,17 @@ type CleverNodeClassSpec struct {
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('kubernetes.io/') && !k.startsWith('node.kubernetes.io/') && !k.startsWith('clever-cloud.com/') && !k.startsWith('karpenter.sh/') && !k.startsWith('karpenter.clever-cloud.com/'))",message="label keys must not start with a reserved prefix: kubernetes.io/, node.kubernetes.io/, clever-cloud.com/, karpenter.sh/, karpenter.clever-cloud.com/"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$') && (k.contains('/') ? (k.split('/')[0].size() <= 253 && k.split('/')[1].size() <= 63) : k.size() <= 63))",message="label keys must be qualified names: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 63 && self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$'))",message="label values must be at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 	// +optional
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]LabelValue `json:"labels,omitempty"`
 }
+
+// LabelValue is a Kubernetes label value: at most 63 alphanumerics, '-', '_' or '.', starting
+// and ending with an alphanumeric, or empty. A named type so the CRD can constrain map values
+// with a pattern instead of a CEL rule too costly for the apiserver's budget.
+//
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
 
 // CleverNodeClass is the Karpenter NodeClass of Clever Kubernetes Engine.
 //
@@ -91,4 +98,16 @@ func (in *CleverNodeClass) GetConditions() []status.Condition { return in.Status
 // SetConditions implements status.Object.
 func (in *CleverNodeClass) SetConditions(conditions []status.Condition) {
 	in.Status.Conditions = conditions
+}
+
+// LabelMap returns the spec's labels as plain strings.
+func (s CleverNodeClassSpec) LabelMap() map[string]string {
+	if s.Labels == nil {
+		return nil
+	}
+	out := make(map[string]string, len(s.Labels))
+	for k, v := range s.Labels {
+		out[k] = string(v)
+	}
+	return out
 }

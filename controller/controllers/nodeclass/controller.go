@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -125,8 +127,9 @@ func (c *Controller) nodeGroupAPIServed() (bool, error) {
 // existed: every label must be accepted by the NodeGroup API.
 func Validate(class *v1alpha1.CleverNodeClass) error {
 	var errs []error
-	for _, k := range nodegroup.SortedKeys(class.Spec.Labels) {
-		if !nodegroup.Admissible(k, class.Spec.Labels[k]) {
+	labels := class.Spec.LabelMap()
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if !nodegroup.Admissible(k, labels[k]) {
 			errs = append(errs, fmt.Errorf("spec.labels[%q]: not accepted by the NodeGroup API", k))
 		}
 	}

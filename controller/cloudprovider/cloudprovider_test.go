@@ -1,0 +1,293 @@
+package cloudprovider_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	provider "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+)
+
+const quotaMessage = "Quota exceeded: RAM max: limit = 40.0 GB | actual = 48.0 GB"
+
+func TestCreateLaunchesTheCheapestFittingFlavorAndWaitsForAcceptance(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	// 3 CPU / 4500Mi: 2XS (4 vCPU, ~3.6Gi allocatable) is too small, XS is the cheapest fit.
+	nc := f.newClaim(g, "3", "4500Mi")
+	done := f.create(nc)
+
+	group := awaitGroup(g, nc.Name)
+	g.Expect(group.Spec.Flavor).To(Equal("XS"))
+	g.Expect(group.Spec.NodeCount).To(Equal(int32(1)))
+	g.Expect(group.OwnerReferences).To(ConsistOf(HaveField("UID", nc.UID)))
+	g.Expect(group.Labels).To(HaveKeyWithValue(v1alpha1.LabelNodeClaim, nc.Name))
+	g.Expect(group.Labels).To(HaveKeyWithValue(v1alpha1.LabelNodeClass, f.class.Name))
+	g.Expect(group.Labels).To(HaveKeyWithValue(karpv1.NodePoolLabelKey, "pool"))
+	g.Expect(group.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClassHash, f.class.Hash()))
+	g.Expect(group.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClassHashVersion, v1alpha1.NodeClassHashVersion))
+	// The class's and claim's labels reach the node at join time, minus what the API refuses.
+	g.Expect(group.Spec.Labels).To(HaveKeyWithValue("team", "platform"))
+	g.Expect(group.Spec.Labels).To(HaveKeyWithValue("workload", "web"))
+	g.Expect(group.Spec.Labels).NotTo(HaveKey("kubernetes.io/arch"))
+	g.Expect(group.Spec.Taints).To(ConsistOf(
+		ngv1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute},
+		ngv1.Taint{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule},
+		ngv1.Taint{Key: "cni-not-ready", Effect: corev1.TaintEffectNoSchedule},
+	))
+	g.Consistently(done).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
+
+	verdict(g, group, ngv1.PhaseSynced, accepted())
+	var r result
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(&r))
+	g.Expect(r.Err).NotTo(HaveOccurred())
+	g.Expect(r.Claim.Status.ProviderID).To(Equal("clevercloud://" + nc.Name))
+	g.Expect(r.Claim.Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "XS"))
+	g.Expect(r.Claim.Labels).To(HaveKeyWithValue(corev1.LabelTopologyZone, "par"))
+	g.Expect(r.Claim.Labels).To(HaveKeyWithValue(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand))
+	g.Expect(r.Claim.Status.Capacity.Cpu().Value()).To(Equal(int64(6)))
+	g.Expect(r.Claim.Status.Allocatable.Memory().Value()).To(Equal(int64(7937580*1024 - 100*1024*1024)))
+}
+
+func TestCreateHonoursRequirements(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	nc := f.newClaim(g, "1", "1Gi", karpv1.NodeSelectorRequirementWithMinValues{
+		Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"M", "L"},
+	})
+	done := f.create(nc)
+	group := awaitGroup(g, nc.Name)
+	g.Expect(group.Spec.Flavor).To(Equal("M"))
+	verdict(g, group, ngv1.PhaseSynced, accepted())
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(HaveField("Err", BeNil())))
+}
+
+func TestQuotaRejectionDeletesTheGroupAndMarksLargerFlavorsUnavailable(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	nc := f.newClaim(g, "5", "6Gi") // XS
+	done := f.create(nc)
+	group := awaitGroup(g, nc.Name)
+	verdict(g, group, ngv1.PhaseQuotaExceeded, quotaExceeded(quotaMessage))
+
+	var r result
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(&r))
+	g.Expect(cloudprovider.IsInsufficientCapacityError(r.Err)).To(BeTrue(), "got %v", r.Err)
+	g.Expect(r.Err.Error()).To(ContainSubstring(quotaMessage))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(group), &ngv1.NodeGroup{}))
+	}).WithTimeout(10 * time.Second).Should(BeTrue())
+	g.Expect(drainEvents(f.events)).To(ContainElement(ContainSubstring(provider.ReasonQuotaExceeded)))
+
+	its, err := f.provider.GetInstanceTypes(context.Background(), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	availability := map[string]bool{}
+	for _, it := range its {
+		availability[it.Name] = len(it.Offerings.Available()) > 0
+	}
+	// RAM ran out: XS and every flavor with as much memory or more are off; 2XS may still fit.
+	g.Expect(availability).To(Equal(map[string]bool{"2XS": true, "XS": false, "S": false, "M": false, "L": false, "XL": false}))
+
+	// The memory fades: past the TTL every flavor is offered again.
+	f.clock.Step(provider.QuotaRejectionTTL + time.Second)
+	its, _ = f.provider.GetInstanceTypes(context.Background(), nil)
+	for _, it := range its {
+		g.Expect(it.Offerings.Available()).NotTo(BeEmpty(), it.Name)
+	}
+}
+
+func TestGroupVanishingDuringTheWaitIsInsufficientCapacity(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	nc := f.newClaim(g, "1", "1Gi")
+	done := f.create(nc)
+	group := awaitGroup(g, nc.Name)
+	g.Expect(env.Client.Delete(context.Background(), group)).To(Succeed())
+	var r result
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(&r))
+	g.Expect(cloudprovider.IsInsufficientCapacityError(r.Err)).To(BeTrue(), "got %v", r.Err)
+	g.Expect(drainEvents(f.events)).To(ContainElement(ContainSubstring(provider.ReasonVanished)))
+}
+
+func TestNoVerdictInTimeProceeds(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Second)
+	nc := f.newClaim(g, "1", "1Gi")
+	var r result
+	g.Eventually(f.create(nc)).WithTimeout(10 * time.Second).Should(Receive(&r))
+	g.Expect(r.Err).NotTo(HaveOccurred())
+	g.Expect(r.Claim.Status.ProviderID).To(Equal("clevercloud://" + nc.Name))
+	g.Expect(drainEvents(f.events)).To(ContainElement(ContainSubstring(provider.ReasonAcceptanceTimedOut)))
+}
+
+func TestRetriedCreateAdoptsItsOwnGroupAndDescribesItsRealFlavor(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	nc := f.newClaim(g, "1", "1Gi")
+	// An earlier attempt launched an L and then the controller restarted.
+	earlier := nodegroup.Build(nc, f.class, "L")
+	g.Expect(env.Client.Create(context.Background(), earlier)).To(Succeed())
+	verdict(g, earlier, ngv1.PhaseSynced, accepted())
+
+	var r result
+	g.Eventually(f.create(nc)).WithTimeout(10 * time.Second).Should(Receive(&r))
+	g.Expect(r.Err).NotTo(HaveOccurred())
+	g.Expect(r.Claim.Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "L"))
+	groups := &ngv1.NodeGroupList{}
+	g.Expect(env.Client.List(context.Background(), groups)).To(Succeed())
+	g.Expect(groups.Items).To(ContainElement(HaveField("Name", nc.Name)))
+}
+
+func TestCreateRefusesAGroupOfTheSameNameItDoesNotOwn(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	nc := f.newClaim(g, "1", "1Gi")
+	other := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}, Spec: ngv1.NodeGroupSpec{Flavor: "S", NodeCount: 1}}
+	g.Expect(env.Client.Create(context.Background(), other)).To(Succeed())
+	var r result
+	g.Eventually(f.create(nc)).WithTimeout(10 * time.Second).Should(Receive(&r))
+	g.Expect(r.Err).To(MatchError(nodegroup.ErrNotOurs))
+}
+
+func TestCreateNeedsAReadyNodeClass(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	nc := f.newClaim(g, "1", "1Gi")
+
+	setReady(g, f.class, metav1.ConditionFalse)
+	_, err := f.provider.Create(context.Background(), nc)
+	g.Expect(cloudprovider.IsNodeClassNotReadyError(err)).To(BeTrue(), "got %v", err)
+
+	f.class.Status.Conditions = nil
+	g.Expect(env.Client.Status().Update(context.Background(), f.class)).To(Succeed())
+	_, err = f.provider.Create(context.Background(), nc)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(cloudprovider.IsNodeClassNotReadyError(err)).To(BeFalse(), "an unreconciled class is retried, not failed")
+	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Name: nc.Name}, &ngv1.NodeGroup{}))).To(BeTrue())
+}
+
+func TestGetAndListDegradeAndHideTerminatingGroups(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	ctx := context.Background()
+
+	live := nodegroup.Build(f.newClaim(g, "1", "1Gi"), f.class, "S")
+	retired := nodegroup.Build(f.newClaim(g, "1", "1Gi"), f.class, "XXL-RETIRED")
+	dying := nodegroup.Build(f.newClaim(g, "1", "1Gi"), f.class, "S")
+	dying.Finalizers = []string{"test.clever-cloud.com/hold"}
+	unmanaged := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "pool-manual"}, Spec: ngv1.NodeGroupSpec{Flavor: "S", NodeCount: 3}}
+	for _, o := range []*ngv1.NodeGroup{live, retired, dying, unmanaged} {
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+	}
+	g.Expect(env.Client.Delete(ctx, dying)).To(Succeed())
+	t.Cleanup(func() {
+		patch := client.MergeFrom(dying.DeepCopy())
+		dying.Finalizers = nil
+		_ = env.Client.Patch(ctx, dying, patch)
+	})
+
+	nc, err := f.provider.Get(ctx, "clevercloud://"+live.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(nc.Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "S"))
+
+	nc, err = f.provider.Get(ctx, "clevercloud://"+retired.Name)
+	g.Expect(err).NotTo(HaveOccurred(), "a flavor that left the catalogue must not fail Get")
+	g.Expect(nc.Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "XXL-RETIRED"))
+
+	_, err = f.provider.Get(ctx, "clevercloud://"+dying.Name)
+	g.Expect(cloudprovider.IsNodeClaimNotFoundError(err)).To(BeTrue(), "a terminating group reads as gone, got %v", err)
+	_, err = f.provider.Get(ctx, "clevercloud://"+unmanaged.Name)
+	g.Expect(cloudprovider.IsNodeClaimNotFoundError(err)).To(BeTrue())
+	_, err = f.provider.Get(ctx, "aws:///i-123")
+	g.Expect(cloudprovider.IsNodeClaimNotFoundError(err)).To(BeTrue())
+
+	list, err := f.provider.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	ids := []string{}
+	for _, c := range list {
+		ids = append(ids, c.Status.ProviderID)
+	}
+	g.Expect(ids).To(ContainElements("clevercloud://"+live.Name, "clevercloud://"+retired.Name))
+	g.Expect(ids).NotTo(ContainElements("clevercloud://"+dying.Name, "clevercloud://"+unmanaged.Name))
+}
+
+func TestDeleteOnlyDeletesOwnedGroupsOnce(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	ctx := context.Background()
+
+	nc := f.newClaim(g, "1", "1Gi")
+	owned := nodegroup.Build(nc, f.class, "S")
+	owned.Finalizers = []string{"test.clever-cloud.com/hold"} // the platform tears VMs down slowly
+	g.Expect(env.Client.Create(ctx, owned)).To(Succeed())
+	nc.Status.ProviderID = nodegroup.ProviderID(owned.Name)
+
+	g.Expect(f.provider.Delete(ctx, nc)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(owned), owned)).To(Succeed())
+	g.Expect(owned.DeletionTimestamp).NotTo(BeNil())
+	err := f.provider.Delete(ctx, nc)
+	g.Expect(cloudprovider.IsNodeClaimNotFoundError(err)).To(BeTrue(), "a terminating group is gone for Karpenter, got %v", err)
+	patch := client.MergeFrom(owned.DeepCopy())
+	owned.Finalizers = nil
+	g.Expect(env.Client.Patch(ctx, owned, patch)).To(Succeed())
+	g.Expect(cloudprovider.IsNodeClaimNotFoundError(f.provider.Delete(ctx, nc))).To(BeTrue())
+
+	// A hand-made copy that carries our labels but no owner reference is never deleted.
+	copied := f.newClaim(g, "1", "1Gi")
+	lookalike := nodegroup.Build(copied, f.class, "S")
+	lookalike.OwnerReferences = nil
+	g.Expect(env.Client.Create(ctx, lookalike)).To(Succeed())
+	copied.Status.ProviderID = nodegroup.ProviderID(lookalike.Name)
+	err = f.provider.Delete(ctx, copied)
+	g.Expect(cloudprovider.IsNodeClaimNotFoundError(err)).To(BeTrue())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(lookalike), lookalike)).To(Succeed())
+	g.Expect(lookalike.DeletionTimestamp).To(BeNil())
+	g.Expect(drainEvents(f.events)).To(ContainElement(ContainSubstring(provider.ReasonDeleteRefused)))
+}
+
+func TestNodeClassChangeIsDrift(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	ctx := context.Background()
+	nc := f.newClaim(g, "1", "1Gi")
+	group := nodegroup.Build(nc, f.class, "S")
+	g.Expect(env.Client.Create(ctx, group)).To(Succeed())
+	nc.Status.ProviderID = nodegroup.ProviderID(group.Name)
+
+	reason, err := f.provider.IsDrifted(ctx, nc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reason).To(BeEmpty())
+
+	f.class.Spec.Labels["team"] = "data"
+	g.Expect(env.Client.Update(ctx, f.class)).To(Succeed())
+	reason, err = f.provider.IsDrifted(ctx, nc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reason).To(Equal(provider.DriftReasonNodeClass))
+}
+
+func TestStaticAnswers(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	g.Expect(f.provider.Name()).To(Equal("clevercloud"))
+	g.Expect(f.provider.GetSupportedNodeClasses()).To(HaveLen(1))
+	g.Expect(cloudprovider.IsNodeRebootNotImplementedError(f.provider.Reboot(context.Background(), &karpv1.NodeClaim{}, "op"))).To(BeTrue())
+	fallbacks := 0
+	for _, p := range f.provider.RepairPolicies() {
+		g.Expect(p.Action).To(Equal(cloudprovider.ReplaceNode))
+		if p.ReasonRegex == "" {
+			fallbacks++
+		}
+	}
+	g.Expect(fallbacks).To(Equal(1), "core requires exactly one fallback repair policy")
+}
