@@ -6,6 +6,7 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -42,35 +43,26 @@ const (
 // Files maps each generated schema's file name to its content.
 type Files map[string][]byte
 
-// Generate builds every schema. dir is the repository root relative to the working
-// directory ("." when run from the root): Go comments are read from there, and invopop only
-// keys them correctly when the path is relative.
-func Generate(dir string) (Files, error) {
+// Generate builds every schema. It runs from the repository root: invopop keys Go comments by
+// the relative path it walks, so any other working directory loses every description.
+func Generate() (Files, error) {
 	r := &jsonschema.Reflector{
 		DoNotReference: true,
 		ExpandedStruct: true,
 		Mapper:         mapType,
 	}
 	for _, pkg := range []string{"controller/catalog", "controller/settings", "controller/apis/v1alpha1", "schema"} {
-		if err := r.AddGoComments(module, relJoin(dir, pkg), jsonschema.WithFullComment()); err != nil {
+		if err := r.AddGoComments(module, pkg, jsonschema.WithFullComment()); err != nil {
 			return nil, fmt.Errorf("reading Go comments of %s: %w", pkg, err)
 		}
 	}
 	if len(r.CommentMap) == 0 {
-		return nil, fmt.Errorf("no Go comments found under %q: run from the repository root", dir)
+		return nil, errors.New("no Go comments found: run from the repository root")
 	}
-	// invopop keys comments by base + the walked path, so a path other than the package's
-	// own would miss them; re-key them as the packages' import paths.
-	if dir != "." && dir != "" {
-		rekeyed := map[string]string{}
-		prefix := module + "/" + dir + "/"
-		for k, v := range r.CommentMap {
-			if len(k) > len(prefix) && k[:len(prefix)] == prefix {
-				k = module + "/" + k[len(prefix):]
-			}
-			rekeyed[k] = v
-		}
-		r.CommentMap = rekeyed
+	// Full comments keep paragraphs but also carry kubebuilder markers, which are for
+	// controller-gen, not for readers of the values.
+	for k, c := range r.CommentMap {
+		r.CommentMap[k] = stripMarkers(c)
 	}
 
 	vs := r.Reflect(&values.Values{})
@@ -106,11 +98,14 @@ func Generate(dir string) (Files, error) {
 	return out, nil
 }
 
-func relJoin(dir, p string) string {
-	if dir == "" || dir == "." {
-		return p
+func stripMarkers(c string) string {
+	var keep []string
+	for _, line := range strings.Split(c, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "+") {
+			keep = append(keep, line)
+		}
 	}
-	return dir + "/" + p
+	return strings.TrimSpace(strings.Join(keep, "\n"))
 }
 
 // cleverNodeClass is the document a user writes: the CRD decides what the apiserver accepts,
@@ -244,7 +239,9 @@ func markOverrideRequired(s *jsonschema.Schema) {
 func constrainLabels(s *jsonschema.Schema, nodeLabels bool) {
 	s.PropertyNames = &jsonschema.Schema{Pattern: labelKeyPattern}
 	if nodeLabels {
-		s.PropertyNames.Not = &jsonschema.Schema{Pattern: reservedLabelPattern}
+		// A false pattern property rather than propertyNames.not: CUE's JSON Schema
+		// translation enforces the former.
+		s.PatternProperties = map[string]*jsonschema.Schema{reservedLabelPattern: jsonschema.FalseSchema}
 	}
 	s.AdditionalProperties = &jsonschema.Schema{Type: "string", MaxLength: ptr(uint64(63)), Pattern: labelValuePattern}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 func main() {
-	files, err := schema.Generate(".")
+	files, err := schema.Generate()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "generating schemas:", err)
 		os.Exit(1)

@@ -1,0 +1,83 @@
+package bundle_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"cuelang.org/go/cue"
+	cueerrors "cuelang.org/go/cue/errors"
+	appsv1 "k8s.io/api/apps/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// TestExamples: every example parses into its Go type; CleverNodeClasses pass the schema
+// generated from the Go types, and every NodePool refers to a class the examples define.
+func TestExamples(t *testing.T) {
+	sch, err := loadPkg(t, "schema", renderOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := sch.LookupPath(cue.ParsePath("#CleverNodeClass"))
+	files, _ := filepath.Glob(filepath.Join(root, "examples", "*.yaml"))
+	if len(files) < 4 {
+		t.Fatalf("found %d examples", len(files))
+	}
+	classes, refs := map[string]bool{}, map[string]string{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range strings.Split(string(data), "\n---\n") {
+			js, err := yaml.YAMLToJSON([]byte(doc))
+			if err != nil {
+				t.Fatalf("%s[%d]: %v", f, i, err)
+			}
+			var head struct{ Kind string }
+			_ = json.Unmarshal(js, &head)
+			switch head.Kind {
+			case "CleverNodeClass":
+				v := class.Unify(class.Context().CompileBytes(js))
+				if err := v.Validate(cue.Concrete(true)); err != nil {
+					t.Errorf("%s[%d]: %s", f, i, cueerrors.Details(err, nil))
+				}
+				var m struct{ Metadata struct{ Name string } }
+				_ = json.Unmarshal(js, &m)
+				classes[m.Metadata.Name] = true
+			case "NodePool":
+				var np karpv1.NodePool
+				if err := strictJSON(js, &np); err != nil {
+					t.Errorf("%s[%d]: %v", f, i, err)
+				}
+				refs[np.Name] = np.Spec.Template.Spec.NodeClassRef.Name
+			case "Deployment":
+				if err := strictJSON(js, &appsv1.Deployment{}); err != nil {
+					t.Errorf("%s[%d]: %v", f, i, err)
+				}
+			default:
+				t.Errorf("%s[%d]: unexpected kind %q", f, i, head.Kind)
+			}
+		}
+	}
+	for pool, c := range refs {
+		if !classes[c] {
+			t.Errorf("NodePool %s refers to CleverNodeClass %s, which no example defines", pool, c)
+		}
+	}
+	// The schema must reject what the CRD rejects, or passing it would mean little.
+	bad := class.Unify(class.Context().CompileString(`{apiVersion: "karpenter.clever-cloud.com/v1alpha1", kind: "CleverNodeClass", metadata: name: "x", spec: labels: "karpenter.sh/nodepool": "x"}`))
+	if bad.Validate(cue.Concrete(true)) == nil {
+		t.Error("a reserved label prefix passed the CleverNodeClass schema")
+	}
+}
+
+func strictJSON(js []byte, into any) error {
+	d := json.NewDecoder(bytes.NewReader(js))
+	d.DisallowUnknownFields()
+	return d.Decode(into)
+}
