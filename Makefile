@@ -32,6 +32,7 @@ run: build ## Run the controller against the current kubeconfig, leader election
 generate: ## Regenerate deepcopy, CRDs, schemas, the embedded catalogue and out/.
 	$(TOOLS) controller-gen object paths=./controller/apis/...
 	$(TOOLS) controller-gen crd paths=./controller/apis/v1alpha1/... output:crd:artifacts:config=controller/apis/crds
+	./hack/generate-bundle.sh
 
 .PHONY: verify
 verify: generate ## Fail if generated files are stale.
