@@ -190,4 +190,3 @@ func condition(g *ngv1.NodeGroup, t string) metav1.Condition {
 	}
 	return metav1.Condition{}
 }
-
