@@ -2,7 +2,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"os"
 
 	"github.com/samber/lo"
@@ -22,6 +24,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/version"
 )
@@ -51,12 +54,21 @@ func main() {
 	repairPolicies := lo.Must(health.NewRepairPolicyMatcher(ctx, cloudProvider))
 	clusterState := state.NewCluster(op.Clock, op.GetClient(), cloudProvider, state.WithRepairPolicyMatcher(repairPolicies))
 
+	var prices nodeclass.Prices
+	if cfg.Pricing.Enabled {
+		refresher := lo.Must(pricing.New(cfg, &http.Client{}, op.Clock, func(_ context.Context, u pricing.Update) error {
+			return cat.SetLive(u.Rates, u.Available)
+		}))
+		lo.Must0(op.Add(refresher))
+		prices = refresher
+	}
+
 	recorder := op.GetEventRecorderFor("karpenter-clevercloud")
 	op.
 		WithControllers(ctx, controllers.NewControllers(ctx, op.Manager, op.Clock, op.GetClient(), op.EventRecorder,
 			cloudProvider, undecorated, clusterState, op.InstanceTypeStore, op.PredictionStore)...).
 		WithControllers(ctx,
-			nodeclass.New(op.GetClient(), op.GetRESTMapper()),
+			nodeclass.New(op.GetClient(), op.GetRESTMapper(), prices),
 			providerid.New(op.GetClient(), recorder),
 			capacity.New(op.GetClient(), cat),
 			garbagecollection.New(op.GetClient(), op.GetAPIReader(), recorder, op.Clock, garbagecollection.DefaultPeriod),

@@ -60,7 +60,7 @@ func run(m *testing.M) int {
 	for _, c := range []interface {
 		Register(context.Context, ctrl.Manager) error
 	}{
-		nodeclass.New(mgr.GetClient(), mgr.GetRESTMapper()),
+		nodeclass.New(mgr.GetClient(), mgr.GetRESTMapper(), nil),
 		providerid.New(mgr.GetClient(), events),
 		capacity.New(mgr.GetClient(), flavors),
 	} {

@@ -78,6 +78,9 @@ const (
 	ConditionValidationSucceeded = "ValidationSucceeded"
 	// ConditionNodeGroupAPIServed is true when the cluster serves nodegroups.api.clever-cloud.com/v1.
 	ConditionNodeGroupAPIServed = "NodeGroupAPIServed"
+	// ConditionPricesCurrent says whether the price refresher keeps prices current. It is
+	// informational and not part of Ready: stale prices never stop provisioning.
+	ConditionPricesCurrent = "PricesCurrent"
 )
 
 // CleverNodeClassStatus is the observed state of a CleverNodeClass.

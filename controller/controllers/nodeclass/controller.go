@@ -31,15 +31,27 @@ import (
 // APIProbeInterval is how soon a class whose NodeGroup API is not served is checked again.
 const APIProbeInterval = 15 * time.Second
 
+// PricesRecheckInterval is how often a class re-reads the price refresher's freshness.
+const PricesRecheckInterval = time.Minute
+
+// Prices tells whether the prices in use are current: the price refresher implements it.
+type Prices interface {
+	Stale() bool
+	LastSuccess() time.Time
+	LastError() error
+}
+
 // Controller reconciles CleverNodeClasses.
 type Controller struct {
 	kube   client.Client
 	mapper meta.RESTMapper
+	prices Prices
 }
 
-// New builds the controller. The mapper answers whether the NodeGroup API is served.
-func New(kube client.Client, mapper meta.RESTMapper) *Controller {
-	return &Controller{kube: kube, mapper: mapper}
+// New builds the controller. The mapper answers whether the NodeGroup API is served; prices
+// is nil when the refresher is off, and the PricesCurrent condition is then not reported.
+func New(kube client.Client, mapper meta.RESTMapper, prices Prices) *Controller {
+	return &Controller{kube: kube, mapper: mapper, prices: prices}
 }
 
 // Register implements operatorpkg's controller.Controller.
@@ -95,12 +107,47 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	default:
 		conditions.SetTrue(v1alpha1.ConditionNodeGroupAPIServed)
 	}
+	if c.prices != nil {
+		c.reportPrices(class)
+		result.RequeueAfter = minPositive(result.RequeueAfter, PricesRecheckInterval)
+	}
 	if !equality.Semantic.DeepEqual(before.Status, class.Status) {
 		if err := c.kube.Status().Patch(ctx, class, client.MergeFrom(before)); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("updating CleverNodeClass %q status: %w", class.Name, err))
 		}
 	}
 	return result, nil
+}
+
+// reportPrices sets PricesCurrent, which is informational: stale prices must never stop
+// provisioning, so it is not one of Ready's dependencies.
+func (c *Controller) reportPrices(class *v1alpha1.CleverNodeClass) {
+	conditions := class.StatusConditions()
+	if !c.prices.Stale() {
+		if last := c.prices.LastSuccess(); !last.IsZero() {
+			conditions.SetTrueWithReason(v1alpha1.ConditionPricesCurrent, "Refreshed", "prices refreshed at "+last.UTC().Format(time.RFC3339))
+		} else {
+			conditions.SetUnknownWithReason(v1alpha1.ConditionPricesCurrent, "Pending", "waiting for the first price refresh; using the embedded catalogue")
+		}
+		return
+	}
+	msg := "prices could not be refreshed; using the last known good catalogue"
+	if last := c.prices.LastSuccess(); !last.IsZero() {
+		msg += " from " + last.UTC().Format(time.RFC3339)
+	} else {
+		msg = "prices could not be refreshed yet; using the embedded catalogue"
+	}
+	if err := c.prices.LastError(); err != nil {
+		msg += ": " + err.Error()
+	}
+	conditions.SetFalse(v1alpha1.ConditionPricesCurrent, "RefreshFailing", msg)
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || b < a {
+		return b
+	}
+	return a
 }
 
 // nodeGroupAPIServed asks discovery, resetting the mapper's cache when the answer is "no",
