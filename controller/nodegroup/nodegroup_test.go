@@ -1,0 +1,440 @@
+package nodegroup
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+)
+
+func testClaim() *karpv1.NodeClaim {
+	return &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "default-abcde",
+			UID:  types.UID("1f6e2a3c-0000-4000-8000-000000000001"),
+			Labels: map[string]string{
+				"karpenter.sh/nodepool":            "default",
+				"karpenter.sh/capacity-type":       "on-demand",
+				"node.kubernetes.io/instance-type": "M",
+				"kubernetes.io/arch":               "amd64",
+				"topology.kubernetes.io/zone":      "par",
+				"team":                             "claim-team",
+				"app":                              "web",
+			},
+		},
+		Spec: karpv1.NodeClaimSpec{
+			Taints: []corev1.Taint{
+				{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule},
+				// Karpenter's own unregistered taint in the claim must not be repeated.
+				karpv1.UnregisteredNoExecuteTaint,
+			},
+			StartupTaints: []corev1.Taint{
+				{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoExecute},
+			},
+		},
+	}
+}
+
+func testClass() *v1alpha1.CleverNodeClass {
+	return &v1alpha1.CleverNodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "standard"},
+		Spec: v1alpha1.CleverNodeClassSpec{Labels: map[string]v1alpha1.LabelValue{
+			"team":        "platform",
+			"cost-center": "42",
+		}},
+	}
+}
+
+func TestBuild(t *testing.T) {
+	g := NewWithT(t)
+	claim, class := testClaim(), testClass()
+	ng := Build(claim, class, "M")
+
+	g.Expect(ng.APIVersion).To(Equal("api.clever-cloud.com/v1"))
+	g.Expect(ng.Kind).To(Equal("NodeGroup"))
+	g.Expect(ng.Name).To(Equal("default-abcde"))
+	g.Expect(ng.Namespace).To(BeEmpty(), "NodeGroups are cluster-scoped")
+
+	g.Expect(ng.Labels).To(Equal(map[string]string{
+		"karpenter.clever-cloud.com/nodeclaim": "default-abcde",
+		"karpenter.clever-cloud.com/nodeclass": "standard",
+		"karpenter.sh/nodepool":                "default",
+	}))
+	g.Expect(ng.Annotations).To(Equal(map[string]string{
+		"karpenter.clever-cloud.com/nodeclass-hash":         class.Hash(),
+		"karpenter.clever-cloud.com/nodeclass-hash-version": "v1",
+	}))
+	g.Expect(ng.Annotations[v1alpha1.AnnotationNodeClassHash]).NotTo(BeEmpty())
+
+	g.Expect(ng.OwnerReferences).To(HaveLen(1))
+	ref := ng.OwnerReferences[0]
+	g.Expect(ref.APIVersion).To(Equal("karpenter.sh/v1"))
+	g.Expect(ref.Kind).To(Equal("NodeClaim"))
+	g.Expect(ref.Name).To(Equal("default-abcde"))
+	g.Expect(ref.UID).To(Equal(claim.UID))
+	g.Expect(ref.BlockOwnerDeletion).To(HaveValue(BeTrue()))
+
+	g.Expect(ng.Spec.Flavor).To(Equal("M"))
+	g.Expect(ng.Spec.NodeCount).To(Equal(int32(1)))
+	g.Expect(ng.Spec.Labels).To(Equal(map[string]string{
+		"karpenter.sh/nodepool":       "default",
+		"karpenter.sh/capacity-type":  "on-demand",
+		"topology.kubernetes.io/zone": "par", // not under a reserved prefix
+		"team":                        "platform",
+		"cost-center":                 "42",
+		"app":                         "web",
+	}))
+	g.Expect(ng.Spec.Taints).To(Equal([]ngv1.Taint{
+		{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute},
+		{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoExecute},
+	}))
+	g.Expect(ng.Status).To(Equal(ngv1.NodeGroupStatus{}))
+
+	// Build does not mutate its inputs.
+	g.Expect(claim).To(Equal(testClaim()))
+	g.Expect(class).To(Equal(testClass()))
+
+	// What Build makes, the ownership helpers recognise.
+	g.Expect(IsManaged(ng)).To(BeTrue())
+	g.Expect(OwnerClaim(ng)).To(Equal(&ng.OwnerReferences[0]))
+}
+
+func TestBuildMinimalClaim(t *testing.T) {
+	g := NewWithT(t)
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c1", UID: "u1", Labels: map[string]string{
+		"kubernetes.io/hostname": "x",
+	}}}
+	class := &v1alpha1.CleverNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "empty"}}
+	ng := Build(claim, class, "2XS")
+	g.Expect(ng.Labels).To(Equal(map[string]string{
+		v1alpha1.LabelNodeClaim: "c1",
+		v1alpha1.LabelNodeClass: "empty",
+	}), "no nodepool label without a nodepool")
+	g.Expect(ng.Spec.Labels).To(BeNil())
+	g.Expect(ng.Spec.Taints).To(Equal([]ngv1.Taint{{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}}))
+	g.Expect(ng.Spec.Flavor).To(Equal("2XS"))
+}
+
+func TestBuildUnregisteredTaintIsNeverDuplicated(t *testing.T) {
+	g := NewWithT(t)
+	claim := testClaim()
+	claim.Spec.Taints = []corev1.Taint{
+		{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "a", Value: "1", Effect: corev1.TaintEffectPreferNoSchedule},
+	}
+	claim.Spec.StartupTaints = []corev1.Taint{karpv1.UnregisteredNoExecuteTaint, {Key: "b", Effect: corev1.TaintEffectNoSchedule}}
+	ng := Build(claim, testClass(), "S")
+	g.Expect(ng.Spec.Taints).To(Equal([]ngv1.Taint{
+		{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute},
+		{Key: "a", Value: "1", Effect: corev1.TaintEffectPreferNoSchedule},
+		{Key: "b", Effect: corev1.TaintEffectNoSchedule},
+	}))
+}
+
+func TestBuildHashFollowsTheClass(t *testing.T) {
+	g := NewWithT(t)
+	a := Build(testClaim(), testClass(), "M")
+	class := testClass()
+	class.Spec.Labels["team"] = "other"
+	b := Build(testClaim(), class, "M")
+	g.Expect(a.Annotations[v1alpha1.AnnotationNodeClassHash]).NotTo(Equal(b.Annotations[v1alpha1.AnnotationNodeClassHash]))
+	g.Expect(b.Spec.Labels).To(HaveKeyWithValue("team", "other"))
+}
+
+func TestNodeLabels(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		name         string
+		claim, class map[string]string
+		want         map[string]string
+	}{
+		{"both nil", nil, nil, nil},
+		{"only reserved", map[string]string{"kubernetes.io/os": "linux"}, nil, nil},
+		{"reserved prefixes dropped", map[string]string{
+			"kubernetes.io/arch":               "amd64",
+			"node.kubernetes.io/instance-type": "M",
+			"clever-cloud.com/flavor":          "M",
+			"clever-cloud.com/anything":        "x",
+			"keep":                             "me",
+		}, nil, map[string]string{"keep": "me"}},
+		{"similar but unreserved prefixes kept", map[string]string{
+			"topology.kubernetes.io/zone":             "par",
+			"example.kubernetes.io/x":                 "y",
+			"my.clever-cloud.com/x":                   "y",
+			"karpenter.clever-cloud.com/instance-cpu": "8",
+		}, nil, map[string]string{
+			"topology.kubernetes.io/zone":             "par",
+			"example.kubernetes.io/x":                 "y",
+			"my.clever-cloud.com/x":                   "y",
+			"karpenter.clever-cloud.com/instance-cpu": "8",
+		}},
+		{"karpenter runtime labels dropped", map[string]string{
+			"karpenter.sh/registered":  "true",
+			"karpenter.sh/initialized": "true",
+			"karpenter.sh/nodepool":    "default",
+		}, nil, map[string]string{"karpenter.sh/nodepool": "default"}},
+		{"invalid values dropped", map[string]string{
+			"too-long":    long,
+			"space":       "a b",
+			"dash-ending": "abc-",
+			"slash":       "a/b",
+			"empty":       "",
+			"ok":          "a.b_c-d",
+		}, nil, map[string]string{"empty": "", "ok": "a.b_c-d"}},
+		{"invalid keys dropped", map[string]string{
+			"UPPER.example.com/x": "v",
+			"-leading":            "v",
+			"a/b/c":               "v",
+			"":                    "v",
+			long:                  "v",
+			"Valid_Name":          "v",
+		}, nil, map[string]string{"Valid_Name": "v"}},
+		{"class wins over claim", map[string]string{"team": "claim", "only-claim": "1"},
+			map[string]string{"team": "class", "only-class": "2"},
+			map[string]string{"team": "class", "only-claim": "1", "only-class": "2"}},
+		{"class reserved labels are dropped too", nil,
+			map[string]string{"node.kubernetes.io/role": "x", "karpenter.sh/registered": "true", "ok": "y"},
+			map[string]string{"ok": "y"}},
+		{"an inadmissible class value does not erase the claim's", map[string]string{"team": "claim"},
+			map[string]string{"team": "bad value"}, map[string]string{"team": "claim"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(NodeLabels(tc.claim, tc.class)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestAdmissible(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		want       bool
+	}{
+		{"team", "platform", true},
+		{"example.com/team", "platform", true},
+		{"karpenter.sh/nodepool", "default", true},
+		{"topology.kubernetes.io/zone", "par", true},
+		{"team", "", true},
+		{"kubernetes.io/hostname", "n", false},
+		{"node.kubernetes.io/instance-type", "M", false},
+		{"clever-cloud.com/flavor", "M", false},
+		{"team", "has space", false},
+		{"team", strings.Repeat("v", 63), true},
+		{"team", strings.Repeat("v", 64), false},
+		{strings.Repeat("k", 63), "v", true},
+		{strings.Repeat("k", 64), "v", false},
+		{"", "v", false},
+		{"bad key!", "v", false},
+		{"Example.com/x", "v", false},
+	} {
+		NewWithT(t).Expect(Admissible(tc.key, tc.value)).To(Equal(tc.want), "%q=%q", tc.key, tc.value)
+	}
+}
+
+func TestProviderIDRoundTrip(t *testing.T) {
+	g := NewWithT(t)
+	for _, name := range []string{"default-abcde", "a", "x-1-2-3"} {
+		id := ProviderID(name)
+		g.Expect(id).To(Equal("clevercloud://" + name))
+		g.Expect(GroupName(id)).To(Equal(name))
+	}
+	for _, foreign := range []string{
+		"",
+		"aws:///eu-west-3a/i-0123",
+		"kind://docker/kind/kind-worker",
+		"clevercloud:/x",
+		"CLEVERCLOUD://x",
+		"xclevercloud://x",
+		"default-abcde",
+	} {
+		g.Expect(GroupName(foreign)).To(BeEmpty(), "%q is not ours", foreign)
+	}
+	g.Expect(GroupName("clevercloud://")).To(BeEmpty())
+}
+
+func TestIsManagedAndOwnerClaim(t *testing.T) {
+	claimRef := metav1.OwnerReference{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: "c", UID: "u"}
+	for _, tc := range []struct {
+		name    string
+		labels  map[string]string
+		refs    []metav1.OwnerReference
+		managed bool
+		owner   *metav1.OwnerReference
+	}{
+		{"nothing", nil, nil, false, nil},
+		{"label only", map[string]string{v1alpha1.LabelNodeClaim: "c"}, nil, true, nil},
+		{"empty label value", map[string]string{v1alpha1.LabelNodeClaim: ""}, nil, false, nil},
+		{"other labels only", map[string]string{v1alpha1.LabelNodeClass: "x"}, nil, false, nil},
+		{"owner only", nil, []metav1.OwnerReference{claimRef}, false, &claimRef},
+		{"label and owner", map[string]string{v1alpha1.LabelNodeClaim: "c"}, []metav1.OwnerReference{claimRef}, true, &claimRef},
+		{"other version of karpenter.sh", nil, []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1beta1", Kind: "NodeClaim", Name: "c", UID: "u"}}, false,
+			&metav1.OwnerReference{APIVersion: "karpenter.sh/v1beta1", Kind: "NodeClaim", Name: "c", UID: "u"}},
+		{"NodeClaim of another group", nil, []metav1.OwnerReference{{APIVersion: "evil.example/v1", Kind: "NodeClaim", Name: "c"}}, false, nil},
+		{"group that only starts like karpenter.sh", nil, []metav1.OwnerReference{{APIVersion: "karpenter.sh.evil/v1", Kind: "NodeClaim", Name: "c"}}, false, nil},
+		{"karpenter.sh but not a NodeClaim", nil, []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodePool", Name: "c"}}, false, nil},
+		{"NodeClaim after another owner", nil, []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, claimRef,
+		}, false, &claimRef},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ng := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "g", Labels: tc.labels, OwnerReferences: tc.refs}}
+			g.Expect(IsManaged(ng)).To(Equal(tc.managed))
+			got := OwnerClaim(ng)
+			if tc.owner == nil {
+				g.Expect(got).To(BeNil())
+				return
+			}
+			g.Expect(got).To(Equal(tc.owner))
+			// It points into the object, not at a copy.
+			g.Expect(got).To(BeIdenticalTo(&ng.OwnerReferences[len(ng.OwnerReferences)-1]))
+		})
+	}
+}
+
+func cond(typ, status, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: msg}
+}
+
+const quotaMsg = "Quota exceeded: RAM max: limit = 40.0 GB | actual = 48.0 GB"
+
+func TestJudge(t *testing.T) {
+	now := metav1.Now()
+	ready := cond(ngv1.ConditionReady, "True", "Ready", "")
+	notReady := cond(ngv1.ConditionReady, "False", "Provisioning", "")
+	quotaCond := cond(ngv1.ConditionReconcileFailed, "True", ngv1.ReasonQuotaExceeded, quotaMsg)
+	for _, tc := range []struct {
+		name     string
+		deleting bool
+		phase    string
+		conds    []metav1.Condition
+		want     Verdict
+	}{
+		{"empty status", false, "", nil, Verdict{Outcome: Pending}},
+		{"Ready=True", false, "", []metav1.Condition{ready}, Verdict{Outcome: Accepted}},
+		{"Ready=False", false, "", []metav1.Condition{notReady}, Verdict{Outcome: Pending}},
+		{"Ready=Unknown", false, "", []metav1.Condition{cond(ngv1.ConditionReady, "Unknown", "X", "")}, Verdict{Outcome: Pending}},
+		{"phase Synced", false, ngv1.PhaseSynced, nil, Verdict{Outcome: Accepted}},
+		{"phase Synced with Ready=False", false, ngv1.PhaseSynced, []metav1.Condition{notReady}, Verdict{Outcome: Accepted}},
+		{"unknown phase", false, "Provisioning", nil, Verdict{Outcome: Pending}},
+		{"reconcile in progress", false, "", []metav1.Condition{cond(ngv1.ConditionReconcileInProgress, "True", "Creating", "")}, Verdict{Outcome: Pending}},
+		{"phase QuotaExceeded alone", false, ngv1.PhaseQuotaExceeded, nil, Verdict{Outcome: QuotaExceeded, Message: "phase QuotaExceeded"}},
+		{"phase QuotaExceeded with the condition's message", false, ngv1.PhaseQuotaExceeded, []metav1.Condition{quotaCond}, Verdict{Outcome: QuotaExceeded, Message: quotaMsg}},
+		{"phase QuotaExceeded, ReconcileFailed without message", false, ngv1.PhaseQuotaExceeded,
+			[]metav1.Condition{cond(ngv1.ConditionReconcileFailed, "True", "Other", "")}, Verdict{Outcome: QuotaExceeded, Message: "phase QuotaExceeded"}},
+		{"ReconcileFailed QuotaExceeded alone", false, "", []metav1.Condition{quotaCond}, Verdict{Outcome: QuotaExceeded, Message: quotaMsg}},
+		{"quota wins over Ready=True", false, "", []metav1.Condition{ready, quotaCond}, Verdict{Outcome: QuotaExceeded, Message: quotaMsg}},
+		{"quota wins over phase Synced", false, ngv1.PhaseSynced, []metav1.Condition{quotaCond}, Verdict{Outcome: QuotaExceeded, Message: quotaMsg}},
+		{"quota phase wins over Ready=True", false, ngv1.PhaseQuotaExceeded, []metav1.Condition{ready}, Verdict{Outcome: QuotaExceeded, Message: "phase QuotaExceeded"}},
+		{"ReconcileFailed=False QuotaExceeded is not a rejection", false, "", []metav1.Condition{cond(ngv1.ConditionReconcileFailed, "False", ngv1.ReasonQuotaExceeded, "old")}, Verdict{Outcome: Pending}},
+		{"ReconcileFailed=True other reason is not quota", false, "", []metav1.Condition{cond(ngv1.ConditionReconcileFailed, "True", "InvalidFlavor", "no")}, Verdict{Outcome: Pending}},
+		{"ReconcileFailed other reason then Ready", false, "", []metav1.Condition{cond(ngv1.ConditionReconcileFailed, "True", "Transient", "x"), ready}, Verdict{Outcome: Accepted}},
+		{"deleting", true, "", nil, Verdict{Outcome: Vanished, Message: "the NodeGroup is gone or terminating"}},
+		{"deleting wins over Ready", true, ngv1.PhaseSynced, []metav1.Condition{ready}, Verdict{Outcome: Vanished, Message: "the NodeGroup is gone or terminating"}},
+		{"deleting wins over quota", true, ngv1.PhaseQuotaExceeded, []metav1.Condition{quotaCond}, Verdict{Outcome: Vanished, Message: "the NodeGroup is gone or terminating"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ng := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Status: ngv1.NodeGroupStatus{Phase: tc.phase, Conditions: tc.conds}}
+			if tc.deleting {
+				ng.DeletionTimestamp = &now
+			}
+			g.Expect(Judge(ng)).To(Equal(tc.want))
+		})
+	}
+	NewWithT(t).Expect(Judge(nil).Outcome).To(Equal(Vanished))
+}
+
+func TestOutcomeString(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect([]string{Pending.String(), Accepted.String(), QuotaExceeded.String(), Vanished.String(), TimedOut.String()}).
+		To(Equal([]string{"Pending", "Accepted", "QuotaExceeded", "Vanished", "TimedOut"}))
+}
+
+func TestParseQuotaMessage(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		ok   bool
+		want QuotaUsage
+	}{
+		{quotaMsg, true, QuotaUsage{Resource: "RAM", Limit: 40, Actual: 48}},
+		{"Quota exceeded: CPU max: limit = 40 | actual = 44", true, QuotaUsage{Resource: "CPU", Limit: 40, Actual: 44}},
+		{"Quota exceeded: RAM max: limit = 40.5 GB | actual = 48.25 GB", true, QuotaUsage{Resource: "RAM", Limit: 40.5, Actual: 48.25}},
+		{"admission: Quota exceeded: CPU max: limit = 8 | actual = 12", true, QuotaUsage{Resource: "CPU", Limit: 8, Actual: 12}},
+		{"Quota exceeded:   RAM max:   limit = 1e1 GB   |   actual = 2 GB  ", true, QuotaUsage{Resource: "RAM", Limit: 10, Actual: 2}},
+		{"", false, QuotaUsage{}},
+		{"garbage", false, QuotaUsage{}},
+		{"quota exceeded: RAM max: limit = 40 | actual = 48", false, QuotaUsage{}},
+		{"Quota exceeded:", false, QuotaUsage{}},
+		{"Quota exceeded: RAM", false, QuotaUsage{}},
+		{"Quota exceeded: RAM max: limit = 40 GB", false, QuotaUsage{}},
+		{"Quota exceeded: RAM max: limit = forty | actual = 48", false, QuotaUsage{}},
+		{"Quota exceeded: RAM max: limit = 40 | actual = lots", false, QuotaUsage{}},
+		{"Quota exceeded: RAM max: ceiling = 40 | actual = 48", false, QuotaUsage{}},
+		{"Quota exceeded: RAM max: limit = 40 | used = 48", false, QuotaUsage{}},
+		{"Quota exceeded: RAM maximum: limit = 40 | actual = 48", false, QuotaUsage{}},
+	} {
+		got, ok := ParseQuotaMessage(tc.msg)
+		NewWithT(t).Expect([]any{got, ok}).To(Equal([]any{tc.want, tc.ok}), "%q", tc.msg)
+	}
+}
+
+func TestParseQuotaMessageRoundTrip(t *testing.T) {
+	for _, tc := range []QuotaUsage{
+		{"RAM", 40, 48}, {"CPU", 40, 44}, {"RAM", 0, 0.5}, {"GPU", 1e6, 1.5e6}, {"RAM", 40.125, 41.75},
+	} {
+		for _, unit := range []string{"", " GB"} {
+			msg := fmt.Sprintf("Quota exceeded: %s max: limit = %v%s | actual = %v%s", tc.Resource, tc.Limit, unit, tc.Actual, unit)
+			got, ok := ParseQuotaMessage(msg)
+			NewWithT(t).Expect(ok).To(BeTrue(), msg)
+			NewWithT(t).Expect(got).To(Equal(tc), msg)
+		}
+	}
+}
+
+func FuzzParseQuotaMessage(f *testing.F) {
+	for _, seed := range []string{
+		quotaMsg,
+		"Quota exceeded: CPU max: limit = 40 | actual = 44",
+		"Quota exceeded: RAM max: limit = 40.0 GB | actual = 48.0 GB | extra",
+		"Quota exceeded: RAM max: limit = NaN | actual = Inf",
+		"Quota exceeded: RAM max: limit = 1e999 | actual = -0x1p-2",
+		"Quota exceeded: max: limit = 1 | actual = 2",
+		"Quota exceeded: RAM max: |",
+		"Quota exceeded: RAM max: limit = | actual =",
+		"Quota exceeded:",
+		"Quota exceeded: \x00 max: limit = 1 | actual = 2",
+		"Quota exceeded: é max: limit = 1 | actual = 2",
+		"",
+		"garbage",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		q, ok := ParseQuotaMessage(msg) // must never panic
+		if !ok {
+			if q != (QuotaUsage{}) {
+				t.Fatalf("%q: not ok but returned %+v", msg, q)
+			}
+			return
+		}
+		if !strings.Contains(msg, "Quota exceeded:") {
+			t.Fatalf("%q: parsed without the marker", msg)
+		}
+		if q.Resource == "" || strings.TrimSpace(q.Resource) != q.Resource {
+			t.Fatalf("%q: resource %q is empty or untrimmed", msg, q.Resource)
+		}
+		if !strings.Contains(msg, q.Resource) {
+			t.Fatalf("%q: resource %q does not come from the message", msg, q.Resource)
+		}
+	})
+}
