@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing/pricedoc"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/version"
 )
 
@@ -28,8 +29,8 @@ const (
 	ReasonTimeout   = "timeout"   // no complete answer within the request timeout
 	ReasonStatus    = "status"    // an HTTP status other than 200
 	ReasonTooLarge  = "too_large" // a body larger than MaxBodyBytes
-	ReasonMalformed = reasonMalformed
-	ReasonInvalid   = reasonInvalid
+	ReasonMalformed = pricedoc.KindMalformed
+	ReasonInvalid   = pricedoc.KindInvalid
 	ReasonSink      = "sink" // the catalogue refused the update
 )
 
@@ -57,7 +58,7 @@ func classify(endpoint string, err error) *refreshError {
 	}
 	var rej *RejectError
 	if errors.As(err, &rej) {
-		return &refreshError{endpoint: endpoint, reason: rej.reason(), err: err}
+		return &refreshError{endpoint: endpoint, reason: rej.Kind(), err: err}
 	}
 	return &refreshError{endpoint: endpoint, reason: ReasonRequest, err: err}
 }

@@ -1,4 +1,4 @@
-package pricing
+package pricedoc
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/priceapi"
 )
 
@@ -49,13 +48,13 @@ func FuzzDecodePriceSystem(f *testing.F) {
 	// accepted document must price each of them above zero once rounded like the catalogue.
 	sizes := [][2]int64{{4, 4}, {6, 8}, {8, 12}, {10, 16}, {12, 24}, {16, 32}}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rates, err := DecodePriceSystem(body, "par", catalog.Rates{})
+		rates, err := DecodePriceSystem(body, "par", Rates{})
 		if err != nil {
 			var rej *RejectError
 			if !errors.As(err, &rej) || rej.Reason == "" {
 				t.Fatalf("error %v is not a reasoned *RejectError", err)
 			}
-			if rates != (catalog.Rates{}) {
+			if rates != (Rates{}) {
 				t.Fatalf("rejected but returned %+v", rates)
 			}
 			return
@@ -71,7 +70,8 @@ func FuzzDecodePriceSystem(f *testing.F) {
 			}
 		}
 		for _, s := range sizes {
-			if p := price(rates, s[0], s[1]); p <= 0 {
+			// Rounded to four decimals as the catalogue rounds prices.
+			if p := math.Round((float64(s[0])*rates.VCPUHourly+float64(s[1])*rates.RAMGBHourly)*1e4) / 1e4; p <= 0 {
 				t.Fatalf("accepted rates %+v price %d vCPU/%d GB at %v", rates, s[0], s[1], p)
 			}
 		}

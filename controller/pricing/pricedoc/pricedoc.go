@@ -1,12 +1,16 @@
-// Package pricing keeps flavor prices and the available-flavor list in step with Clever
-// Cloud's public, token-less API.
+// Package pricedoc decodes and validates the two documents of Clever Cloud's public pricing
+// API: /v4/kubernetes-product (available flavors) and /v4/billing/price-system (rates).
 //
 // Prices drive every consolidation decision, so a wrong price is an outage in slow motion:
 // a free price moves the whole fleet onto one flavor, an absurd one freezes consolidation.
 // The decoders therefore trust nothing: a document is used only when every field the
 // provider depends on is exactly what it expects, and otherwise rejected with an error that
-// names the field and the reason. The Refresher keeps the last good state on any rejection.
-package pricing
+// names the field and the reason.
+//
+// The package depends on the standard library only, on purpose: `go test -fuzz` instruments
+// every package linked into the test binary, and linking Kubernetes and controller-runtime
+// slows fuzzing to a handful of executions per second.
+package pricedoc
 
 import (
 	"encoding/json"
@@ -16,8 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 )
 
 // Names of the two countables a Kubernetes node is billed with, and what each one must
@@ -52,20 +54,29 @@ const (
 	maxFlavorNameLength  = 32
 	documentProduct      = "kubernetes-product"
 	documentPriceSystem  = "price-system"
-	reasonMalformed      = "malformed"
-	reasonInvalid        = "invalid"
 	defaultCurrency      = "EUR"
 	defaultVCPUHourly    = 0.00277777777
 	defaultRAMGBHourly   = 0.00555555555
 	maxTopologyNameBytes = 64
 )
 
+// Rates are the per-resource rates read from the price system; they mirror catalog.Rates,
+// which this package cannot import without dragging Kubernetes into the fuzz targets.
+type Rates struct {
+	// Currency of the rates, e.g. "EUR".
+	Currency string
+	// VCPUHourly is the price of one vCPU for one hour.
+	VCPUHourly float64
+	// RAMGBHourly is the price of one nominal GB of memory for one hour.
+	RAMGBHourly float64
+}
+
 // ReferenceRates are the base catalogue's rates (controller/catalog/base.json), the centre
 // of the sanity band when the caller does not supply its own. A test keeps them equal to
 // the base catalogue.
-var ReferenceRates = catalog.Rates{Currency: defaultCurrency, VCPUHourly: defaultVCPUHourly, RAMGBHourly: defaultRAMGBHourly}
+var ReferenceRates = Rates{Currency: defaultCurrency, VCPUHourly: defaultVCPUHourly, RAMGBHourly: defaultRAMGBHourly}
 
-// flavorName is the shape the NodeGroup API accepts (see catalog.Flavor).
+// flavorName is the shape the NodeGroup API accepts (see catalog.Flavor in the controller).
 var flavorName = regexp.MustCompile(`^[A-Z0-9][A-Z0-9_-]*$`)
 
 // RejectError is a document the provider refuses to use.
@@ -88,12 +99,20 @@ func (e *RejectError) Error() string {
 	return fmt.Sprintf("%s document rejected: %s: %s", e.Document, e.Field, e.Reason)
 }
 
-func (e *RejectError) reason() string {
+// Kind is "malformed" for a document that is not the expected JSON shape, "invalid" for a
+// well-formed one that fails validation; metrics count them apart.
+func (e *RejectError) Kind() string {
 	if e.Malformed {
-		return reasonMalformed
+		return KindMalformed
 	}
-	return reasonInvalid
+	return KindInvalid
 }
+
+// Kinds of rejection.
+const (
+	KindMalformed = "malformed"
+	KindInvalid   = "invalid"
+)
 
 func reject(doc, field, format string, args ...any) *RejectError {
 	return &RejectError{Document: doc, Field: field, Reason: fmt.Sprintf(format, args...)}
@@ -230,8 +249,8 @@ type countable struct {
 // services, and one of them changing shape must not stop node pricing. Those two must be
 // exact: unit, quantity, an hourly interval if one is stated, exactly one price plan, and a
 // positive rate within RateBandFactor of the reference.
-func DecodePriceSystem(body []byte, zone string, reference catalog.Rates) (catalog.Rates, error) {
-	if reference == (catalog.Rates{}) {
+func DecodePriceSystem(body []byte, zone string, reference Rates) (Rates, error) {
+	if reference == (Rates{}) {
 		reference = ReferenceRates
 	}
 	if reference.Currency == "" {
@@ -239,19 +258,19 @@ func DecodePriceSystem(body []byte, zone string, reference catalog.Rates) (catal
 	}
 	var doc priceSystemDocument
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return catalog.Rates{}, malformed(documentPriceSystem, "", err)
+		return Rates{}, malformed(documentPriceSystem, "", err)
 	}
 	switch {
 	case doc.ZoneID == nil:
-		return catalog.Rates{}, reject(documentPriceSystem, "zone_id", "missing")
+		return Rates{}, reject(documentPriceSystem, "zone_id", "missing")
 	case *doc.ZoneID != zone:
-		return catalog.Rates{}, reject(documentPriceSystem, "zone_id", "%q, asked for %q", *doc.ZoneID, zone)
+		return Rates{}, reject(documentPriceSystem, "zone_id", "%q, asked for %q", *doc.ZoneID, zone)
 	case doc.Currency == nil:
-		return catalog.Rates{}, reject(documentPriceSystem, "currency", "missing")
+		return Rates{}, reject(documentPriceSystem, "currency", "missing")
 	case *doc.Currency != reference.Currency:
-		return catalog.Rates{}, reject(documentPriceSystem, "currency", "%q, only %q is accepted", *doc.Currency, reference.Currency)
+		return Rates{}, reject(documentPriceSystem, "currency", "%q, only %q is accepted", *doc.Currency, reference.Currency)
 	case doc.Countable == nil:
-		return catalog.Rates{}, reject(documentPriceSystem, "countable", "missing")
+		return Rates{}, reject(documentPriceSystem, "countable", "missing")
 	}
 
 	found := map[string][]json.RawMessage{}
@@ -272,13 +291,13 @@ func DecodePriceSystem(body []byte, zone string, reference catalog.Rates) (catal
 
 	vcpu, err := countableRate(found[VCPUService], VCPUService, VCPUUnit, VCPUQuantity, reference.VCPUHourly)
 	if err != nil {
-		return catalog.Rates{}, err
+		return Rates{}, err
 	}
 	ram, err := countableRate(found[RAMService], RAMService, RAMUnit, RAMQuantity, reference.RAMGBHourly)
 	if err != nil {
-		return catalog.Rates{}, err
+		return Rates{}, err
 	}
-	return catalog.Rates{Currency: reference.Currency, VCPUHourly: vcpu, RAMGBHourly: ram}, nil
+	return Rates{Currency: reference.Currency, VCPUHourly: vcpu, RAMGBHourly: ram}, nil
 }
 
 // number spells a float as JSON would, not in Go's exponent notation, so that an error
