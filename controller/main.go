@@ -23,8 +23,10 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
+	quotausage "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quota"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/version"
 )
@@ -48,7 +50,8 @@ func main() {
 	watcher := lo.Must(client.NewWithWatch(op.GetConfig(), client.Options{Scheme: op.GetScheme(), Mapper: op.GetRESTMapper()}))
 	groups := nodegroup.NewClient(op.GetClient(), op.GetAPIReader(), watcher)
 
-	provider := cloudprovider.New(op.GetClient(), groups, cat, op.InstanceTypeStore, op.EventRecorder, op.Clock, cfg.AcceptanceTimeout.Duration)
+	tracker := quota.NewTracker(op.Clock, quota.Limit{CPU: int64(cfg.Quota.CPU), GB: int64(cfg.Quota.Memory)})
+	provider := cloudprovider.New(op.GetClient(), groups, cat, op.InstanceTypeStore, tracker, op.EventRecorder, op.Clock, cfg.AcceptanceTimeout.Duration)
 	undecorated := metrics.Decorate(provider)
 	cloudProvider := overlay.Decorate(undecorated, op.GetClient(), op.InstanceTypeStore)
 	repairPolicies := lo.Must(health.NewRepairPolicyMatcher(ctx, cloudProvider))
@@ -71,6 +74,7 @@ func main() {
 			nodeclass.New(op.GetClient(), op.GetRESTMapper(), prices),
 			providerid.New(op.GetClient(), recorder),
 			capacity.New(op.GetClient(), cat),
+			quotausage.New(op.GetClient(), cat, tracker),
 			garbagecollection.New(op.GetClient(), op.GetAPIReader(), recorder, op.Clock, garbagecollection.DefaultPeriod),
 		).
 		Start(ctx)

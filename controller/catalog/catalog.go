@@ -190,3 +190,15 @@ func (c *Catalog) rebuildLocked() error {
 func (c *Catalog) overridden(name string) bool {
 	return slices.ContainsFunc(c.overrides, func(o Override) bool { return o.Name == name })
 }
+
+// Flavor returns the effective flavor of that name, if the catalogue has it.
+func (c *Catalog) Flavor(name string) (Flavor, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, f := range c.flavors {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Flavor{}, false
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/awslabs/operatorpkg/status"
@@ -28,6 +29,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
 // Name is the provider's name as Karpenter reports it.
@@ -52,14 +54,15 @@ type CloudProvider struct {
 	clock             clock.Clock
 	acceptanceTimeout time.Duration
 	rejected          *unavailable
+	quota             *quota.Tracker
 }
 
 // New builds the provider. overlays may be nil when NodeOverlay is not wired.
 func New(kube client.Client, groups *nodegroup.Client, cat *catalog.Catalog, overlays *nodeoverlay.InstanceTypeStore,
-	recorder events.Recorder, clk clock.Clock, acceptanceTimeout time.Duration) *CloudProvider {
+	tracker *quota.Tracker, recorder events.Recorder, clk clock.Clock, acceptanceTimeout time.Duration) *CloudProvider {
 	return &CloudProvider{
 		kube: kube, groups: groups, catalog: cat, overlays: overlays, recorder: recorder, clock: clk,
-		acceptanceTimeout: acceptanceTimeout, rejected: newUnavailable(clk, QuotaRejectionTTL),
+		acceptanceTimeout: acceptanceTimeout, rejected: newUnavailable(clk, QuotaRejectionTTL), quota: tracker,
 	}
 }
 
@@ -97,24 +100,33 @@ func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
 	}
 }
 
-// GetInstanceTypes implements cloudprovider.CloudProvider: every flavor, with the ones the
-// quota just refused offered as unavailable.
-func (c *CloudProvider) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
-	return c.instanceTypes(), nil
+// GetInstanceTypes implements cloudprovider.CloudProvider: every flavor, with the ones that
+// do not fit the quota's headroom, or that the quota just refused, offered as unavailable.
+func (c *CloudProvider) GetInstanceTypes(_ context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	its, blocked, headroom := c.instanceTypes()
+	if len(blocked) > 0 && nodePool != nil {
+		c.recorder.Publish(quotaLimited(nodePool, blocked, headroom))
+	}
+	return its, nil
 }
 
-func (c *CloudProvider) instanceTypes() []*cloudprovider.InstanceType {
+// instanceTypes returns the catalogue with unavailable offerings for the flavors the quota
+// rules out, the names of those flavors, and the headroom they were judged against.
+func (c *CloudProvider) instanceTypes() ([]*cloudprovider.InstanceType, []string, quota.Usage) {
 	its := c.catalog.InstanceTypes()
 	marked := c.rejected.snapshot()
-	if marked == nil {
-		return its
+	headroom, limited := c.quota.Headroom()
+	if marked == nil && !limited {
+		return its, nil, headroom
 	}
+	var blocked []string
 	out := make([]*cloudprovider.InstanceType, len(its))
 	for i, it := range its {
-		if !marked[it.Name] {
+		if !marked[it.Name] && c.fits(it.Name, headroom) {
 			out[i] = it
 			continue
 		}
+		blocked = append(blocked, it.Name)
 		offerings := make(cloudprovider.Offerings, len(it.Offerings))
 		for j, o := range it.Offerings {
 			oc := *o
@@ -123,7 +135,21 @@ func (c *CloudProvider) instanceTypes() []*cloudprovider.InstanceType {
 		}
 		out[i] = &cloudprovider.InstanceType{Name: it.Name, Requirements: it.Requirements, Capacity: it.Capacity, Overhead: it.Overhead, Offerings: offerings}
 	}
-	return out
+	return out, blocked, headroom
+}
+
+// size is what a flavor charges to the organisation quota.
+func (c *CloudProvider) size(flavor string) quota.Usage {
+	f, ok := c.catalog.Flavor(flavor)
+	if !ok {
+		return quota.Usage{}
+	}
+	return quota.Usage{CPU: f.CPU, GB: f.NominalGB}
+}
+
+func (c *CloudProvider) fits(flavor string, headroom quota.Usage) bool {
+	u := c.size(flavor)
+	return u.CPU <= headroom.CPU && u.GB <= headroom.GB
 }
 
 // Create implements cloudprovider.CloudProvider.
@@ -137,6 +163,17 @@ func (c *CloudProvider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*k
 		return nil, err
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodegroup", claim.Name, "flavor", it.Name))
+	// Concurrent launches are admitted against the headroom atomically: a burst runs in
+	// parallel without overcommitting the quota together.
+	if ok, headroom := c.quota.Admit(claim.Name, c.size(it.Name)); !ok {
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("flavor %s (%s) does not fit the organisation quota's headroom (%s)", it.Name, c.size(it.Name), headroom))
+	}
+	launched := false
+	defer func() {
+		if !launched {
+			c.quota.Release(claim.Name)
+		}
+	}()
 	created := c.clock.Now()
 	group, err := c.groups.Create(ctx, nodegroup.Build(claim, class, it.Name))
 	if err != nil {
@@ -166,6 +203,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*k
 	if last != nil {
 		group = last
 	}
+	launched = true
 	return c.toNodeClaim(group, it), nil
 }
 
@@ -174,6 +212,7 @@ func (c *CloudProvider) quotaRejected(ctx context.Context, claim *karpv1.NodeCla
 	resource := "unknown"
 	if parsed {
 		resource = usage.Resource
+		c.quota.Learn(usage.Resource, usage.Limit)
 	}
 	metrics.QuotaRejections.WithLabelValues(it.Name, resource).Inc()
 	c.rejected.mark(c.atLeastAsLarge(it, resource)...)
@@ -237,7 +276,7 @@ func (c *CloudProvider) readyNodeClass(ctx context.Context, claim *karpv1.NodeCl
 // pick chooses the cheapest available flavor compatible with the claim's requirements whose
 // allocatable fits its requests, honouring NodeOverlay prices and capacities when enabled.
 func (c *CloudProvider) pick(ctx context.Context, claim *karpv1.NodeClaim) (*cloudprovider.InstanceType, error) {
-	its := c.instanceTypes()
+	its, blocked, headroom := c.instanceTypes()
 	if c.overlays != nil && options.FromContext(ctx).FeatureGates.NodeOverlay {
 		var err error
 		if its, err = c.overlays.ApplyAll(claim.Labels[karpv1.NodePoolLabelKey], its); err != nil {
@@ -263,7 +302,11 @@ func (c *CloudProvider) pick(ctx context.Context, claim *karpv1.NodeClaim) (*clo
 		}
 	}
 	if best == nil {
-		return nil, cloudprovider.NewInsufficientCapacityError(errors.New("no available flavor satisfies the nodeclaim's requirements and requests"))
+		msg := "no available flavor satisfies the nodeclaim's requirements and requests"
+		if len(blocked) > 0 {
+			msg += fmt.Sprintf("; the organisation quota's headroom (%s) rules out %s", headroomString(headroom), strings.Join(blocked, ", "))
+		}
+		return nil, cloudprovider.NewInsufficientCapacityError(errors.New(msg))
 	}
 	return best, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	provider "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
 const quotaMessage = "Quota exceeded: RAM max: limit = 40.0 GB | actual = 48.0 GB"
@@ -290,4 +291,55 @@ func TestStaticAnswers(t *testing.T) {
 		}
 	}
 	g.Expect(fallbacks).To(Equal(1), "core requires exactly one fallback repair policy")
+}
+
+func TestFlavorsBeyondTheQuotaHeadroomAreUnavailableAndNeverLaunched(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	// 40 vCPU / 40 GB, two S control-plane nodes (16 vCPU / 24 GB): 24 vCPU / 16 GB left.
+	f.quota.Learn("CPU", 40)
+	f.quota.Learn("RAM", 40)
+	f.quota.Observe(quota.Usage{CPU: 16, GB: 24}, nil)
+
+	its, err := f.provider.GetInstanceTypes(context.Background(), &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	availability := map[string]bool{}
+	for _, it := range its {
+		availability[it.Name] = len(it.Offerings.Available()) > 0
+	}
+	g.Expect(availability).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": false, "XL": false}))
+	g.Expect(drainEvents(f.events)).To(ContainElement(SatisfyAll(ContainSubstring(provider.ReasonQuotaLimited), ContainSubstring("24 vCPU / 16 GB"))))
+
+	// A claim only L satisfies is refused without a NodeGroup ever being created.
+	nc := f.newClaim(g, "1", "1Gi", karpv1.NodeSelectorRequirementWithMinValues{
+		Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"L"},
+	})
+	_, err = f.provider.Create(context.Background(), nc)
+	g.Expect(cloudprovider.IsInsufficientCapacityError(err)).To(BeTrue(), "got %v", err)
+	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Name: nc.Name}, &ngv1.NodeGroup{}))).To(BeTrue())
+
+	// Two M at once: the first is admitted, the second would overcommit the quota.
+	first, second := f.newClaim(g, "9", "10Gi"), f.newClaim(g, "9", "10Gi")
+	firstDone := f.create(first)
+	awaitGroup(g, first.Name)
+	_, err = f.provider.Create(context.Background(), second)
+	g.Expect(cloudprovider.IsInsufficientCapacityError(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("headroom"))
+	group := awaitGroup(g, first.Name)
+	verdict(g, group, ngv1.PhaseSynced, accepted())
+	g.Eventually(firstDone).WithTimeout(10 * time.Second).Should(Receive(HaveField("Err", BeNil())))
+}
+
+func TestAQuotaRejectionTeachesTheLimit(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	f.quota.Observe(quota.Usage{CPU: 16, GB: 24}, nil)
+	nc := f.newClaim(g, "9", "10Gi") // M: 10 vCPU / 16 GB
+	done := f.create(nc)
+	verdict(g, awaitGroup(g, nc.Name), ngv1.PhaseQuotaExceeded, quotaExceeded("Quota exceeded: RAM max: limit = 36.0 GB | actual = 40.0 GB"))
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive())
+	g.Expect(f.quota.Limit()).To(Equal(quota.Limit{GB: 36}))
+	h, known := f.quota.Headroom()
+	g.Expect(known).To(BeTrue())
+	g.Expect(h.GB).To(Equal(int64(12)))
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
 var env *testenv.Env
@@ -44,6 +45,7 @@ type fixture struct {
 	events   *record.FakeRecorder
 	class    *v1alpha1.CleverNodeClass
 	clock    *clocktesting.FakeClock
+	quota    *quota.Tracker
 }
 
 var seq atomic.Int32
@@ -57,14 +59,15 @@ func newFixture(t *testing.T, g Gomega, timeout time.Duration) *fixture {
 	rec := record.NewFakeRecorder(100)
 	clk := clocktesting.NewFakeClock(time.Now())
 	groups := nodegroup.NewClient(env.Client, env.Client, env.Client)
-	p := cloudprovider.New(env.Client, groups, cat, nil, events.NewRecorder(rec), clk, timeout)
+	tracker := quota.NewTracker(clk, quota.Limit{})
+	p := cloudprovider.New(env.Client, groups, cat, nil, tracker, events.NewRecorder(rec), clk, timeout)
 	class := &v1alpha1.CleverNodeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("class-%d", seq.Add(1))},
 		Spec:       v1alpha1.CleverNodeClassSpec{Labels: map[string]v1alpha1.LabelValue{"team": "platform"}},
 	}
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	setReady(g, class, metav1.ConditionTrue)
-	return &fixture{provider: p, events: rec, class: class, clock: clk}
+	return &fixture{provider: p, events: rec, class: class, clock: clk, quota: tracker}
 }
 
 func setReady(g Gomega, class *v1alpha1.CleverNodeClass, s metav1.ConditionStatus) {

@@ -20,6 +20,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
 const wait = 15 * time.Second
@@ -225,3 +226,23 @@ func TestLaunchedClaimWhoseGroupVanishedIsFastFailed(t *testing.T) {
 	g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(registered), registered)).To(Succeed(), "registered claims are core's to judge")
 }
 
+
+func TestQuotaUsageCountsControlPlaneAndEveryLiveGroup(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	before := func() quota.Usage { h, _ := tracker.Headroom(); return h }()
+
+	cp := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name("control-plane"), Labels: map[string]string{
+		ngv1.LabelClusterNodeRole: ngv1.NodeRoleControlPlane, ngv1.LabelFlavor: "S"}}}
+	g.Expect(kube.Create(ctx, cp)).To(Succeed())
+	pool := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: name("pool")}, Spec: ngv1.NodeGroupSpec{Flavor: "XS", NodeCount: 2}}
+	g.Expect(kube.Create(ctx, pool)).To(Succeed())
+	refused := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: name("refused")}, Spec: ngv1.NodeGroupSpec{Flavor: "XL", NodeCount: 1}}
+	g.Expect(kube.Create(ctx, refused)).To(Succeed())
+	refused.Status.Phase = ngv1.PhaseQuotaExceeded
+	g.Expect(kube.Status().Update(ctx, refused)).To(Succeed())
+
+	// S (8 vCPU / 12 GB) + 2 × XS (6 / 8): 20 vCPU / 28 GB more; the refused XL holds nothing.
+	g.Eventually(func() quota.Usage { h, _ := tracker.Headroom(); return h }).WithTimeout(wait).
+		Should(Equal(quota.Usage{CPU: before.CPU - 20, GB: before.GB - 28}))
+}

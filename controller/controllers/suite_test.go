@@ -19,7 +19,9 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
+	quotausage "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quota"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 	"github.com/go-logr/logr"
 )
 
@@ -30,6 +32,7 @@ var (
 	gc      *garbagecollection.Controller
 	gcClock *clocktesting.FakeClock
 	flavors *catalog.Catalog
+	tracker *quota.Tracker
 )
 
 // TestMain runs the provider's controllers in a real manager against a real apiserver, as
@@ -53,6 +56,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events = record.NewFakeRecorder(1000)
+	tracker = quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{CPU: 40, GB: 40})
 	if flavors, err = catalog.Load("", "par", logr.Discard()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -63,6 +67,7 @@ func run(m *testing.M) int {
 		nodeclass.New(mgr.GetClient(), mgr.GetRESTMapper(), nil),
 		providerid.New(mgr.GetClient(), events),
 		capacity.New(mgr.GetClient(), flavors),
+		quotausage.New(mgr.GetClient(), flavors, tracker),
 	} {
 		if err := c.Register(ctx, mgr); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -52,6 +52,17 @@ type Settings struct {
 	AcceptanceTimeout Duration `json:"acceptanceTimeout" env:"NODEGROUP_ACCEPTANCE_TIMEOUT" default:"60s"`
 	// Pricing configures the dynamic price and flavor refresher.
 	Pricing Pricing `json:"pricing"`
+	// Quota is the organisation quota, control plane included, when you know it. Zero means
+	// unknown: the limit is then learned from the platform's rejection messages.
+	Quota Quota `json:"quota"`
+}
+
+// Quota is the organisation quota CKE enforces on the sum of every node.
+type Quota struct {
+	// CPU is the quota in vCPUs (CKE's default is 40); 0 learns it.
+	CPU int `json:"cpu" env:"CLEVER_CLOUD_QUOTA_CPU" default:"0" min:"0" max:"1000000"`
+	// Memory is the quota in nominal GB (CKE's default is 40); 0 learns it.
+	Memory int `json:"memory" env:"CLEVER_CLOUD_QUOTA_MEMORY_GB" default:"0" min:"0" max:"1000000"`
 }
 
 // Pricing configures the refresher that reads flavor prices and availability from Clever

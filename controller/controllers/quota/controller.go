@@ -1,0 +1,103 @@
+// Package quota keeps the quota tracker's usage current: every NodeGroup (ours, pre-existing
+// pools, in flight) and every control-plane node counts against the organisation quota.
+package quota
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+)
+
+// Controller recounts the quota usage whenever a NodeGroup or a control-plane node changes.
+type Controller struct {
+	kube    client.Client
+	catalog *catalog.Catalog
+	tracker *quota.Tracker
+}
+
+// New builds the controller.
+func New(kube client.Client, cat *catalog.Catalog, tracker *quota.Tracker) *Controller {
+	return &Controller{kube: kube, catalog: cat, tracker: tracker}
+}
+
+// every event maps to one request: the count is cluster-wide.
+var recount = handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: "organisation-quota"}}}
+})
+
+// Register implements operatorpkg's controller.Controller.
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	return ctrl.NewControllerManagedBy(m).
+		Named("clevercloud.quota").
+		Watches(&ngv1.NodeGroup{}, recount).
+		Watches(&corev1.Node{}, recount, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[ngv1.LabelClusterNodeRole] == ngv1.NodeRoleControlPlane
+		}))).
+		Complete(c)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	usage, groups, err := Count(ctx, c.kube, c.catalog)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	c.tracker.Observe(usage, groups)
+	log.FromContext(ctx).V(1).Info("quota usage recounted", "usage", usage.String(), "groups", len(groups))
+	return reconcile.Result{}, nil
+}
+
+// Count adds up what the organisation quota charges: each NodeGroup's nodes at its flavor's
+// size, except groups the quota refused (they hold nothing), and each control-plane node.
+func Count(ctx context.Context, kube client.Client, cat *catalog.Catalog) (quota.Usage, map[string]bool, error) {
+	groups := &ngv1.NodeGroupList{}
+	if err := kube.List(ctx, groups, client.UnsafeDisableDeepCopy); err != nil {
+		return quota.Usage{}, nil, fmt.Errorf("listing nodegroups: %w", err)
+	}
+	var total quota.Usage
+	names := make(map[string]bool, len(groups.Items))
+	for i := range groups.Items {
+		g := &groups.Items[i]
+		names[g.Name] = true
+		if nodegroup.Judge(g).Outcome == nodegroup.QuotaExceeded {
+			continue
+		}
+		f, ok := cat.Flavor(g.Spec.Flavor)
+		if !ok {
+			continue // a flavor we cannot size; the refusal memory still covers it
+		}
+		total = total.Add(quota.Usage{CPU: f.CPU * int64(g.Spec.NodeCount), GB: f.NominalGB * int64(g.Spec.NodeCount)})
+	}
+	nodes := &corev1.NodeList{}
+	if err := kube.List(ctx, nodes, client.MatchingLabels{ngv1.LabelClusterNodeRole: ngv1.NodeRoleControlPlane}, client.UnsafeDisableDeepCopy); err != nil {
+		return quota.Usage{}, nil, fmt.Errorf("listing control-plane nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if f, ok := cat.Flavor(n.Labels[ngv1.LabelFlavor]); ok {
+			total = total.Add(quota.Usage{CPU: f.CPU, GB: f.NominalGB})
+			continue
+		}
+		// No flavor label: charge what the node reports, memory in nominal (decimal) GB.
+		total = total.Add(quota.Usage{
+			CPU: n.Status.Capacity.Cpu().Value(),
+			GB:  int64(math.Round(float64(n.Status.Capacity.Memory().Value()) / 1e9)),
+		})
+	}
+	return total, names, nil
+}

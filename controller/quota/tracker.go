@@ -1,0 +1,199 @@
+// Package quota tracks the organisation quota (vCPU and nominal GB, control plane included) so
+// the provider offers only flavors that fit the headroom, and admits concurrent launches
+// against it atomically instead of serialising them or cycling create → reject → delete.
+//
+// The limit comes from the settings when the user knows it, else it is learned from the
+// platform's rejection messages ("limit = 40.0 GB"). A learned limit expires, so a quota raise
+// is picked up by one more attempt. Until a limit is known nothing is filtered.
+package quota
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// LearnedLimitTTL is how long a limit read from a rejection is trusted.
+const LearnedLimitTTL = 15 * time.Minute
+
+// ReservationTTL bounds how long an admitted launch holds headroom without its NodeGroup
+// showing up in the usage (a crashed Create must not leak headroom forever).
+const ReservationTTL = 2 * time.Minute
+
+// Usage is an amount of quota: vCPUs and nominal GB of memory.
+type Usage struct {
+	CPU int64
+	GB  int64
+}
+
+// Add returns u + o.
+func (u Usage) Add(o Usage) Usage { return Usage{u.CPU + o.CPU, u.GB + o.GB} }
+
+// Sub returns u − o.
+func (u Usage) Sub(o Usage) Usage { return Usage{u.CPU - o.CPU, u.GB - o.GB} }
+
+func (u Usage) String() string { return fmt.Sprintf("%d vCPU / %d GB", u.CPU, u.GB) }
+
+// Limit is the quota; a zero field is unknown and does not constrain.
+type Limit struct {
+	CPU int64
+	GB  int64
+}
+
+type learned struct {
+	value int64
+	at    time.Time
+}
+
+type reservation struct {
+	usage Usage
+	at    time.Time
+}
+
+// Tracker holds the limit, the usage observed in the cluster and the launches admitted but
+// not yet visible in that usage.
+type Tracker struct {
+	clock      clock.Clock
+	configured Limit
+
+	mu           sync.Mutex
+	learnedCPU   learned
+	learnedGB    learned
+	usage        Usage
+	observed     map[string]bool // NodeGroups counted in usage
+	reservations map[string]reservation
+}
+
+// NewTracker builds a tracker; configured fields that are zero are learned instead.
+func NewTracker(clk clock.Clock, configured Limit) *Tracker {
+	return &Tracker{clock: clk, configured: configured, observed: map[string]bool{}, reservations: map[string]reservation{}}
+}
+
+// Limit returns the limit in force, and whether each part was configured (else learned or unknown).
+func (t *Tracker) Limit() Limit {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.limitLocked()
+}
+
+func (t *Tracker) limitLocked() Limit {
+	l := t.configured
+	now := t.clock.Now()
+	if l.CPU == 0 && t.learnedCPU.value > 0 && now.Sub(t.learnedCPU.at) < LearnedLimitTTL {
+		l.CPU = t.learnedCPU.value
+	}
+	if l.GB == 0 && t.learnedGB.value > 0 && now.Sub(t.learnedGB.at) < LearnedLimitTTL {
+		l.GB = t.learnedGB.value
+	}
+	return l
+}
+
+// Learn records a limit read from a rejection ("CPU" or "RAM"). Configured limits win.
+func (t *Tracker) Learn(resource string, limit float64) {
+	if limit <= 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := learned{value: int64(limit), at: t.clock.Now()}
+	switch resource {
+	case "CPU":
+		t.learnedCPU = v
+	case "RAM":
+		t.learnedGB = v
+	}
+	t.publishLocked()
+}
+
+// Observe replaces the usage with a fresh count of the cluster, naming the NodeGroups it
+// includes: their reservations are released, since they are now counted.
+func (t *Tracker) Observe(u Usage, groups map[string]bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.usage, t.observed = u, groups
+	for name := range t.reservations {
+		if groups[name] {
+			delete(t.reservations, name)
+		}
+	}
+	t.publishLocked()
+}
+
+// Headroom is what is left of the known limit, and whether any limit is known. A part whose
+// limit is unknown reports a very large headroom.
+func (t *Tracker) Headroom() (Usage, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.headroomLocked()
+}
+
+const unbounded = int64(1) << 40
+
+func (t *Tracker) headroomLocked() (Usage, bool) {
+	l := t.limitLocked()
+	used := t.usage
+	now := t.clock.Now()
+	for name, r := range t.reservations {
+		if now.Sub(r.at) > ReservationTTL {
+			delete(t.reservations, name)
+			continue
+		}
+		used = used.Add(r.usage)
+	}
+	h := Usage{CPU: unbounded, GB: unbounded}
+	if l.CPU > 0 {
+		h.CPU = l.CPU - used.CPU
+	}
+	if l.GB > 0 {
+		h.GB = l.GB - used.GB
+	}
+	return h, l.CPU > 0 || l.GB > 0
+}
+
+// Fits says whether a launch of that size fits the current headroom.
+func (t *Tracker) Fits(u Usage) bool {
+	h, _ := t.Headroom()
+	return u.CPU <= h.CPU && u.GB <= h.GB
+}
+
+// Admit reserves headroom for a launch, atomically with the check, so concurrent launches
+// never overcommit the quota together. It returns false with the headroom when it does not fit.
+func (t *Tracker) Admit(group string, u Usage) (bool, Usage) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.observed[group] {
+		return true, Usage{} // already counted: an adopted group
+	}
+	h, _ := t.headroomLocked()
+	if u.CPU > h.CPU || u.GB > h.GB {
+		return false, h
+	}
+	t.reservations[group] = reservation{usage: u, at: t.clock.Now()}
+	t.publishLocked()
+	return true, h
+}
+
+// Release drops a reservation whose launch failed.
+func (t *Tracker) Release(group string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.reservations, group)
+	t.publishLocked()
+}
+
+func (t *Tracker) publishLocked() {
+	l := t.limitLocked()
+	h, _ := t.headroomLocked()
+	limitGauge.WithLabelValues("cpu").Set(float64(l.CPU))
+	limitGauge.WithLabelValues("memory_gb").Set(float64(l.GB))
+	usageGauge.WithLabelValues("cpu").Set(float64(t.usage.CPU))
+	usageGauge.WithLabelValues("memory_gb").Set(float64(t.usage.GB))
+	if l.CPU > 0 {
+		headroomGauge.WithLabelValues("cpu").Set(float64(h.CPU))
+	}
+	if l.GB > 0 {
+		headroomGauge.WithLabelValues("memory_gb").Set(float64(h.GB))
+	}
+}
