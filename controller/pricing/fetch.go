@@ -82,13 +82,18 @@ func fetch(ctx context.Context, client *http.Client, target string, timeout time
 	if resp.StatusCode != http.StatusOK {
 		return nil, &refreshError{reason: ReasonStatus, err: fmt.Errorf("GET %s: HTTP status %s, want 200", target, resp.Status)}
 	}
-	// One byte past the cap tells "exactly at the cap" from "over it".
+	// A declared length over the cap is refused before reading a byte of it.
+	if resp.ContentLength > maxBytes {
+		return nil, &refreshError{reason: ReasonTooLarge, err: fmt.Errorf("GET %s: body of %d bytes, more than the %d accepted", target, resp.ContentLength, maxBytes)}
+	}
+	// One byte past the cap tells "exactly at the cap" from "over it", whatever the server
+	// declared.
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
 		return nil, &refreshError{reason: transportReason(ctx, err), err: fmt.Errorf("GET %s: reading body: %w", target, err)}
 	}
 	if int64(len(body)) > maxBytes {
-		return nil, &refreshError{reason: ReasonTooLarge, err: fmt.Errorf("GET %s: body larger than the %d bytes accepted", target, maxBytes)}
+		return nil, &refreshError{reason: ReasonTooLarge, err: fmt.Errorf("GET %s: body of more than the %d bytes accepted", target, maxBytes)}
 	}
 	return body, nil
 }

@@ -270,7 +270,7 @@ func TestRefresherRejectsAndKeepsLastGood(t *testing.T) {
 		{name: "malformed price system", break_: func(h *harness) { h.api.SetEndpointFault(priceapi.PriceSystem, priceapi.Malformed) },
 			endpoint: EndpointPriceSystem, reason: ReasonMalformed, inError: "malformed JSON"},
 		{name: "oversized", break_: func(h *harness) { h.api.SetEndpointFault(priceapi.PriceSystem, priceapi.Oversized) },
-			endpoint: EndpointPriceSystem, reason: ReasonTooLarge, inError: "larger than the 1048576 bytes"},
+			endpoint: EndpointPriceSystem, reason: ReasonTooLarge, inError: "more than the 1048576 bytes accepted"},
 		{name: "stalled", break_: func(h *harness) { h.api.SetEndpointFault(priceapi.Product, priceapi.Stall) },
 			endpoint: EndpointProduct, reason: ReasonTimeout, inError: "deadline exceeded"},
 		{name: "tiered kubernetes plan", break_: func(h *harness) { h.api.SetTieredKubernetes(true) },
