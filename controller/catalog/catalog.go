@@ -13,6 +13,7 @@ package catalog
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -58,7 +59,7 @@ func (c *Catalog) Region() string { return c.region }
 // SetLive installs rates and the available-flavor list read from the public API. Prices of
 // every base flavor are recomputed from the rates; overrides are re-applied on top.
 func (c *Catalog) SetLive(rates Rates, available []string) error {
-	if rates.VCPUHourly <= 0 || rates.RAMGBHourly <= 0 {
+	if !(rates.VCPUHourly > 0) || !(rates.RAMGBHourly > 0) || math.IsInf(rates.VCPUHourly, 0) || math.IsInf(rates.RAMGBHourly, 0) {
 		return fmt.Errorf("live rates must be positive: vcpu %v, ram %v", rates.VCPUHourly, rates.RAMGBHourly)
 	}
 	c.mu.Lock()

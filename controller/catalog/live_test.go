@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -109,6 +110,8 @@ func TestSetLiveRejectsNonPositiveRatesAndKeepsThePreviousState(t *testing.T) {
 		{VCPUHourly: 0.01, RAMGBHourly: 0},
 		{VCPUHourly: -0.01, RAMGBHourly: 0.002},
 		{VCPUHourly: 0.01, RAMGBHourly: -0.002},
+		{VCPUHourly: math.NaN(), RAMGBHourly: 0.002},
+		{VCPUHourly: 0.01, RAMGBHourly: math.Inf(1)},
 		{},
 	} {
 		t.Run(fmt.Sprintf("%+v", bad), func(t *testing.T) {
@@ -294,3 +297,4 @@ func BenchmarkNewCatalog(b *testing.B) {
 		}
 	}
 }
+

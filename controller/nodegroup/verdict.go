@@ -24,7 +24,11 @@ const (
 )
 
 func (o Outcome) String() string {
-	return [...]string{"Pending", "Accepted", "QuotaExceeded", "Vanished", "TimedOut"}[o]
+	names := [...]string{"Pending", "Accepted", "QuotaExceeded", "Vanished", "TimedOut"}
+	if int(o) < 0 || int(o) >= len(names) {
+		return "Unknown"
+	}
+	return names[o]
 }
 
 // Verdict is an Outcome with the platform's message.
@@ -40,7 +44,11 @@ func Judge(g *ngv1.NodeGroup) Verdict {
 		return Verdict{Outcome: Vanished, Message: "the NodeGroup is gone or terminating"}
 	}
 	if failed := g.Condition(ngv1.ConditionReconcileFailed); failed != nil && failed.Status == "True" && failed.Reason == ngv1.ReasonQuotaExceeded {
-		return Verdict{Outcome: QuotaExceeded, Message: failed.Message}
+		msg := failed.Message
+		if msg == "" {
+			msg = "ReconcileFailed: QuotaExceeded"
+		}
+		return Verdict{Outcome: QuotaExceeded, Message: msg}
 	}
 	if g.Status.Phase == ngv1.PhaseQuotaExceeded {
 		msg := "phase QuotaExceeded"

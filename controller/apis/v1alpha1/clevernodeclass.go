@@ -64,7 +64,11 @@ type CleverNodeClassList struct {
 // different value later means the node no longer matches its class.
 func (in *CleverNodeClass) Hash() string {
 	// SlicesAsSets/ZeroNil keep the hash stable across semantically equal specs.
-	h, err := hashstructure.Hash(in.Spec, hashstructure.FormatV2, &hashstructure.HashOptions{SlicesAsSets: true, IgnoreZeroValue: true, ZeroNil: true})
+	spec := in.Spec
+	if len(spec.Labels) == 0 {
+		spec.Labels = nil // "labels: {}" and no labels are the same class
+	}
+	h, err := hashstructure.Hash(spec, hashstructure.FormatV2, &hashstructure.HashOptions{SlicesAsSets: true, IgnoreZeroValue: true, ZeroNil: true})
 	if err != nil {
 		// The spec is plain data; hashstructure fails only on unsupported kinds (chan, func).
 		panic(fmt.Sprintf("hashing CleverNodeClass spec: %v", err))
