@@ -42,4 +42,7 @@ var (
 
 func init() {
 	crmetrics.Registry.MustRegister(refreshAttempts, refreshFailures, consecutiveFailures, lastSuccess, ratesInUse)
+	// Without a refresher, or before it starts, the catalogue prices with the base rates.
+	ratesInUse.WithLabelValues(ResourceVCPU).Set(ReferenceRates.VCPUHourly)
+	ratesInUse.WithLabelValues(ResourceRAMGB).Set(ReferenceRates.RAMGBHourly)
 }

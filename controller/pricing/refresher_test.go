@@ -56,9 +56,7 @@ func newHarness(t *testing.T, edit func(*settings.Settings), opts ...Option) *ha
 	t.Cleanup(srv.Close)
 	t.Cleanup(h.api.Close)
 
-	s := settings.Defaults()
-	s.Pricing.APIURL = srv.URL
-	s.Pricing.RefreshPeriod.Duration = period
+	s := settingsFor(srv.URL)
 	if edit != nil {
 		edit(&s)
 	}
@@ -79,6 +77,13 @@ func newHarness(t *testing.T, edit func(*settings.Settings), opts ...Option) *ha
 	}
 	h.r = r
 	return h
+}
+
+func settingsFor(apiURL string) settings.Settings {
+	s := settings.Defaults()
+	s.Pricing.APIURL = apiURL
+	s.Pricing.RefreshPeriod.Duration = period
+	return s
 }
 
 func (h *harness) setSinkErr(err error) {
