@@ -154,7 +154,6 @@ func (r *Refresher) NeedLeaderElection() bool { return true }
 // not fatal, so it never takes the manager down.
 func (r *Refresher) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("pricing")
-	ctx = log.IntoContext(ctx, logger)
 	ratesInUse.WithLabelValues(ResourceVCPU).Set(r.reference.VCPUHourly)
 	ratesInUse.WithLabelValues(ResourceRAMGB).Set(r.reference.RAMGBHourly)
 	logger.Info("starting price refresher", "productURL", r.productURL, "priceSystemURL", r.priceURL,
@@ -211,7 +210,8 @@ func (r *Refresher) refresh(ctx context.Context) (time.Duration, error) {
 		r.failures = 0
 		r.lastErr = nil
 		r.lastSuccess = now
-		r.lastUpdate = &update
+		// A copy, so that a sink keeping and editing the list cannot fake "no change".
+		r.lastUpdate = &Update{Rates: update.Rates, Available: slices.Clone(update.Available)}
 	}
 	failures := r.failures
 	r.mu.Unlock()
