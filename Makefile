@@ -53,3 +53,30 @@ test: sim-bin ## Run every test: unit, integration on a real apiserver, simulato
 .PHONY: help
 help:
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Release
+
+# Where the image goes, e.g. ghcr.io/clevercloud/karpenter-provider-clever-cloud; ko needs it.
+KO_DOCKER_REPO ?=
+# The minimal base goes next to the image unless said otherwise.
+BASE_REPO ?= $(KO_DOCKER_REPO)/base
+DIST ?= $(CURDIR)/dist
+RELEASE_ENV := VERSION=$(VERSION) KO_DOCKER_REPO=$(KO_DOCKER_REPO) BASE_REPO=$(BASE_REPO) DIST=$(DIST) KO=$(BIN)/ko CUE=$(BIN)/cue
+
+# Built once from tools/go.mod, again only when the pins move (ko takes minutes cold).
+$(BIN)/ko: tools/go.mod tools/go.sum
+	go build -modfile=tools/go.mod -o $@ github.com/google/ko
+$(BIN)/cue: tools/go.mod tools/go.sum
+	go build -modfile=tools/go.mod -o $@ cuelang.org/go/cmd/cue
+
+.PHONY: base
+base: ## Push the minimal base image (pinned inputs, same digest every time) to BASE_REPO.
+	$(RELEASE_ENV) ./hack/release/release.sh base
+
+.PHONY: image
+image: $(BIN)/ko ## Build and push the controller image (both platforms, SBOM) to KO_DOCKER_REPO.
+	$(RELEASE_ENV) ./hack/release/release.sh image
+
+.PHONY: release
+release: $(BIN)/ko $(BIN)/cue ## make release VERSION=vX.Y.Z KO_DOCKER_REPO=…: image + digest-pinned dist/.
+	$(RELEASE_ENV) ./hack/release/release.sh release

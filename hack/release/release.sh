@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Publishes the controller image with ko and, for a release, the manifests that name it by
+# digest. The Makefile's base, image and release targets call it; docs/release.md explains.
+#
+#   release.sh base     push the minimal base to BASE_REPO, print its digest reference
+#   release.sh image    build and push the image to KO_DOCKER_REPO, print its digest reference
+#   release.sh release  the image, then DIST/{crds,karpenter,install}.yaml and DIST/SHA256SUMS
+#
+# Environment: KO_DOCKER_REPO (required), VERSION (required for release: vX.Y.Z),
+# BASE_REPO (default KO_DOCKER_REPO/base), KO_DEFAULTBASEIMAGE (skips building the base),
+# DIST (default dist), KO and CUE (default bin/ko, bin/cue).
+set -euo pipefail
+# A failure inside $(…) must stop the release too, not yield an empty value.
+shopt -s inherit_errexit
+cd "$(dirname "$0")/../.."
+
+export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
+export CUE_REGISTRY=none
+# ko would otherwise stamp the image with this time, and the digest would follow the clock.
+unset SOURCE_DATE_EPOCH KO_DATA_DATE_EPOCH
+
+die() { echo "release: $*" >&2; exit 1; }
+
+[[ -n ${KO_DOCKER_REPO:-} ]] || die "set KO_DOCKER_REPO to the repository the image goes to (REGISTRY/NAME)"
+BASE_REPO=${BASE_REPO:-$KO_DOCKER_REPO/base}
+DIST=${DIST:-dist}
+KO=${KO:-bin/ko}
+CUE=${CUE:-bin/cue}
+
+# base prints the base's digest reference after pushing it if the registry lacks it. The
+# reference, registry host included, ends up in the image's annotations: releases are
+# reproducible for a given BASE_REPO.
+base() {
+	go run ./hack/release/base -repo "$BASE_REPO"
+}
+
+# image builds both platforms and prints REPO:TAG@sha256:… as ko does for a tagged build.
+image() {
+	: "${VERSION:?set VERSION}"
+	if [[ -z ${KO_DEFAULTBASEIMAGE:-} ]]; then
+		KO_DEFAULTBASEIMAGE=$(base)
+		export KO_DEFAULTBASEIMAGE
+	fi
+	echo "release: building $KO_DOCKER_REPO:$VERSION on $KO_DEFAULTBASEIMAGE" >&2
+	# --bare: the image is KO_DOCKER_REPO itself, not a name ko derives from the import path.
+	# ko.yaml gives the platforms and flags, and reads VERSION for the ldflags.
+	VERSION=$VERSION "$KO" build --bare --tags="$VERSION" --sbom=spdx ./controller
+}
+
+release() {
+	[[ ${VERSION:-} =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
+		die "VERSION must be a release version vX.Y.Z[-pre], got '${VERSION:-}'"
+	local ref digest pinned stage
+	ref=$(image)
+	digest=${ref##*@}
+	[[ $digest == sha256:* ]] || die "ko printed no digest reference: '$ref'"
+	pinned=$KO_DOCKER_REPO@$digest
+
+	# Render into a sibling directory and swap it in, so a failed release leaves no half dist.
+	mkdir -p "$(dirname "$DIST")"
+	stage=$(mktemp -d "$DIST.tmp.XXXXXX")
+	trap 'rm -rf "$stage"' EXIT
+	# The same CUE export that renders out/, with the digest for the ko:// path: one rendering
+	# path for the dev loop's manifests and the release's.
+	"$CUE" export ./cue -t image="$pinned" -e crdStream --out text >"$stage/crds.yaml"
+	"$CUE" export ./cue -t image="$pinned" -e appStream --out text >"$stage/karpenter.yaml"
+	"$CUE" export ./cue -t image="$pinned" -e stream --out text >"$stage/install.yaml"
+	(cd "$stage" && sha256sum crds.yaml install.yaml karpenter.yaml >SHA256SUMS)
+	chmod 0755 "$stage"
+	rm -rf "$DIST"
+	mv "$stage" "$DIST"
+	trap - EXIT
+	echo "release: $VERSION is $pinned; manifests in $DIST" >&2
+	echo "$pinned"
+}
+
+case ${1:-} in
+base | image | release) "$1" ;;
+*) die "usage: $0 base|image|release" ;;
+esac
