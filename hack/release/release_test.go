@@ -1,0 +1,340 @@
+// Package release_test runs the real `make release` twice against a registry on loopback and
+// checks that the image and the manifests it produces belong together.
+package release_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+const version = "v1.2.3-rc.1"
+
+func TestRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds ko and the controller for two platforms")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	// Both releases use one base reference: its text is part of the image.
+	base := host + "/base"
+
+	repo := host + "/karpenter-clevercloud"
+	dist := filepath.Join(t.TempDir(), "dist")
+	started := time.Now()
+	makeRelease(t, root, repo, base, dist)
+	t.Logf("first release: %s", time.Since(started).Round(time.Second))
+
+	ref, err := name.NewTag(repo + ":" + version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Get(ref)
+	if err != nil {
+		t.Fatalf("the release tag is not in the registry: %v", err)
+	}
+	if desc.MediaType != types.OCIImageIndex && desc.MediaType != types.DockerManifestList {
+		t.Fatalf("%s is a %s, want an index", ref, desc.MediaType)
+	}
+	pinned := repo + "@" + desc.Digest.String()
+
+	t.Run("manifests name the pushed index by digest", func(t *testing.T) {
+		for _, f := range []string{"install.yaml", "karpenter.yaml"} {
+			if got := images(t, filepath.Join(dist, f)); !slices.Equal(got, []string{pinned}) {
+				t.Errorf("%s: images %q, want only %q", f, got, pinned)
+			}
+		}
+		if got := images(t, filepath.Join(dist, "crds.yaml")); len(got) != 0 {
+			t.Errorf("crds.yaml names images %q", got)
+		}
+	})
+
+	t.Run("manifests are cue export with that image", func(t *testing.T) {
+		for file, expr := range map[string]string{"install.yaml": "stream", "crds.yaml": "crdStream", "karpenter.yaml": "appStream"} {
+			want := run(t, root, filepath.Join(root, "bin/cue"), "export", "./cue", "-t", "image="+pinned, "-e", expr, "--out", "text")
+			got, err := os.ReadFile(filepath.Join(dist, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from `cue export ./cue -t image=%s -e %s`", file, pinned, expr)
+			}
+		}
+	})
+
+	t.Run("checksums cover every file and match", func(t *testing.T) {
+		checkSums(t, dist, []string{"crds.yaml", "install.yaml", "karpenter.yaml"})
+	})
+
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("both platforms, each on the pinned base", func(t *testing.T) {
+		var platforms []string
+		for _, m := range manifest.Manifests {
+			if m.Platform != nil {
+				platforms = append(platforms, m.Platform.String())
+			}
+		}
+		slices.Sort(platforms)
+		if want := []string{"linux/amd64", "linux/arm64"}; !slices.Equal(platforms, want) {
+			t.Fatalf("platforms %q, want %q", platforms, want)
+		}
+		// ko records the base it built on; it must be the base ko.yaml pins, by digest.
+		wantBase := base + "@" + pinnedBase(t, root)
+		for _, m := range manifest.Manifests {
+			img, err := idx.Image(m.Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := img.Manifest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := raw.Annotations["org.opencontainers.image.base.name"]; got != wantBase {
+				t.Errorf("%s: base %q, want %q", m.Platform, got, wantBase)
+			}
+		}
+	})
+
+	t.Run("SBOM attached", func(t *testing.T) {
+		// ko's convention (cosign's): the SBOM is tagged after the digest it describes.
+		sbom := repo + ":" + strings.Replace(desc.Digest.String(), ":", "-", 1) + ".sbom"
+		sref, err := name.NewTag(sbom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := remote.Head(sref); err != nil {
+			t.Errorf("no SBOM at %s: %v", sbom, err)
+		}
+	})
+
+	t.Run("image for this machine runs as nonroot, trusts the CA bundle, prints the version", func(t *testing.T) {
+		var img v1.Image
+		for _, m := range manifest.Manifests {
+			if m.Platform != nil && m.Platform.OS == "linux" && m.Platform.Architecture == runtime.GOARCH {
+				if img, err = idx.Image(m.Digest); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if img == nil {
+			t.Skipf("no image for linux/%s", runtime.GOARCH)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uid, _, _ := strings.Cut(cfg.Config.User, ":"); uid != "65532" {
+			t.Errorf("user %q, want 65532", cfg.Config.User)
+		}
+		if len(cfg.Config.Entrypoint) != 1 {
+			t.Fatalf("entrypoint %q, want the binary alone", cfg.Config.Entrypoint)
+		}
+		files := extract(t, img, strings.TrimPrefix(cfg.Config.Entrypoint[0], "/"), "etc/ssl/certs/ca-certificates.crt", "etc/passwd", "tmp/")
+
+		if pool := x509.NewCertPool(); !pool.AppendCertsFromPEM(files["etc/ssl/certs/ca-certificates.crt"].data) {
+			t.Error("the CA bundle holds no certificate")
+		}
+		if !strings.Contains(string(files["etc/passwd"].data), "nonroot:x:65532:65532:") {
+			t.Error("/etc/passwd has no nonroot user")
+		}
+		if mode := files["tmp/"].mode; mode != 0o1777 {
+			t.Errorf("/tmp mode %o, want 1777", mode)
+		}
+
+		bin := filepath.Join(t.TempDir(), "controller")
+		if err := os.WriteFile(bin, files[strings.TrimPrefix(cfg.Config.Entrypoint[0], "/")].data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(run(t, root, bin, "--version"))); got != version {
+			t.Errorf("the image's binary prints %q, want %q", got, version)
+		}
+	})
+
+	t.Run("a second release from the same commit has the same digest", func(t *testing.T) {
+		// Another repository, so the index there is what the second build pushed.
+		again := host + "/again"
+		started := time.Now()
+		makeRelease(t, root, again, base, filepath.Join(t.TempDir(), "dist"))
+		t.Logf("second release: %s", time.Since(started).Round(time.Second))
+		d, err := name.NewTag(again + ":" + version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := remote.Head(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if second.Digest != desc.Digest {
+			t.Errorf("second release %s, first %s", second.Digest, desc.Digest)
+		}
+	})
+}
+
+func makeRelease(t *testing.T, root, repo, base, dist string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx(t), "make", "--no-print-directory", "release",
+		"VERSION="+version, "KO_DOCKER_REPO="+repo, "BASE_REPO="+base, "DIST="+dist)
+	cmd.Dir = root
+	// The release must build and push its own base, not take one from the caller's shell.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KO_DEFAULTBASEIMAGE=") })
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make release: %v\n%s", err, out)
+	}
+}
+
+// images lists the distinct image references a manifest file names.
+func images(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*(?:-\s+)?image:\s*(\S+)\s*$`).FindAllSubmatch(b, -1) {
+		refs = append(refs, string(m[1]))
+	}
+	slices.Sort(refs)
+	return slices.Compact(refs)
+}
+
+func checkSums(t *testing.T, dir string, want []string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for line := range strings.Lines(string(b)) {
+		sum, file, ok := strings.Cut(strings.TrimSpace(line), "  ")
+		if !ok {
+			t.Fatalf("SHA256SUMS line %q is not `SUM  FILE`", line)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sha256.Sum256(data); hex.EncodeToString(got[:]) != sum {
+			t.Errorf("%s: checksum mismatch", file)
+		}
+		listed = append(listed, file)
+	}
+	if !slices.Equal(listed, want) {
+		t.Errorf("SHA256SUMS lists %q, want %q", listed, want)
+	}
+}
+
+// pinnedBase is the digest ko.yaml pins the base at.
+func pinnedBase(t *testing.T, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "ko.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^defaultBaseImage:\s*\S+@(sha256:[0-9a-f]{64})\s*$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("ko.yaml pins no defaultBaseImage by digest")
+	}
+	return string(m[1])
+}
+
+type file struct {
+	mode int64
+	data []byte
+}
+
+// extract reads the named paths from the image's flattened filesystem.
+func extract(t *testing.T, img v1.Image, paths ...string) map[string]file {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	files := map[string]file{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(h.Name, "/")
+		if h.Typeflag == tar.TypeDir && !strings.HasSuffix(name, "/") {
+			name += "/"
+		}
+		if !slices.Contains(paths, name) {
+			continue
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = file{mode: h.Mode, data: data}
+	}
+	for _, p := range paths {
+		if _, ok := files[p]; !ok {
+			t.Fatalf("the image has no %s", p)
+		}
+	}
+	return files
+}
+
+func run(t *testing.T, dir, name string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.CommandContext(ctx(t), name, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return out
+}
+
+// ctx ends a minute before the test binary's deadline, so a hung build fails with its output
+// instead of the whole binary panicking.
+func ctx(t *testing.T) context.Context {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return t.Context()
+	}
+	c, cancel := context.WithDeadline(t.Context(), deadline.Add(-time.Minute))
+	t.Cleanup(cancel)
+	return c
+}
