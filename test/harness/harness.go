@@ -1,0 +1,303 @@
+// Package harness runs the provider end to end on the simulated CKE, the way it ships: the
+// rendered bundle (out/crds.yaml, out/karpenter.yaml) applied to a real apiserver, and the
+// controller binary run out of cluster under the bundle's ServiceAccount identity with the
+// Deployment's environment. The e2e suite (test/e2e) and nothing else builds on it.
+//
+// One Env serves a whole test binary. Scenarios share it one after the other and leave
+// nothing behind: Env.Scenario registers a cleanup that deletes what the scenario created and
+// asserts that no NodeClaim, managed NodeGroup or worker Node is left, and that the controller
+// logged no error the scenario did not expect.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/priceapi"
+)
+
+// ServiceAccount is the identity the controller runs as, the bundle's.
+const (
+	SystemNamespace    = "karpenter"
+	ServiceAccountName = "karpenter"
+	ServiceAccountUser = "system:serviceaccount:" + SystemNamespace + ":" + ServiceAccountName
+)
+
+// ServiceAccountGroups are the groups the apiserver gives a ServiceAccount token's bearer.
+var ServiceAccountGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + SystemNamespace, "system:authenticated"}
+
+// Options shape an Env.
+type Options struct {
+	// Sim is the simulated CKE; SuiteSimOptions by default.
+	Sim *sim.Options
+	// Binary is a prebuilt controller; built from ./controller into WorkDir when empty.
+	Binary string
+	// Logf receives progress lines; silent when nil.
+	Logf func(format string, args ...any)
+	// WorkDir receives the controller binary, its kubeconfig, logs and files. Required.
+	WorkDir string
+	// Env overrides the Deployment's environment for the first controller start.
+	Env map[string]string
+}
+
+// SuiteSimOptions are the simulator's defaults with the timings of the e2e suite: acceptance
+// 1 s, boot 3 s, teardown 2 s, and the apiserver audit log on (the RBAC proof reads it).
+func SuiteSimOptions() sim.Options {
+	o := sim.DefaultOptions()
+	o.Audit = true
+	o.Operator.AcceptDelay = time.Second
+	o.Operator.BootDelay = 3 * time.Second
+	o.Operator.TeardownDelay = 2 * time.Second
+	o.Operator.VanishDelay = time.Second
+	o.Operator.SlowBootDelay = 30 * time.Second
+	return o
+}
+
+// Env is a simulated CKE with the bundle applied and the controller running.
+type Env struct {
+	Cluster *sim.Cluster
+	// Client is an admin client that knows every kind the suite touches.
+	Client client.WithWatch
+	// Kube is an admin clientset (events, logs).
+	Kube *kubernetes.Clientset
+	// Prices is the fake public price API the controller's refresher reads.
+	Prices    *priceapi.Server
+	PricesURL string
+	Bundle    *Bundle
+	// OperatorDefaults are the node-group operator's options at start; RestoreOperator
+	// puts them back.
+	OperatorDefaults operator.Options
+
+	dir        string
+	root       string
+	binary     string
+	kubeconfig string
+	priceSrv   *httptest.Server
+	ctrl       *Controller
+	gen        int
+	progress   func(format string, args ...any)
+}
+
+// ModuleRoot is the repository root, found from this file.
+func ModuleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// BinDir returns KUBEBUILDER_ASSETS, or builds (once, cached by pin) the simulated CKE's
+// binaries so a plain `go test ./...` on a fresh clone works.
+func BinDir() (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	cmd := exec.Command(filepath.Join(ModuleRoot(), "sim", "tools", "build.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("building control-plane binaries with sim/tools/build.sh (or set KUBEBUILDER_ASSETS): %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// BuildController builds the controller binary into dir and returns its path.
+func BuildController(ctx context.Context, dir string) (string, error) {
+	out := filepath.Join(dir, "karpenter-clevercloud")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./controller")
+	cmd.Dir = ModuleRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./controller: %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+// Start starts the simulated CKE and the fake price API, applies the rendered bundle, writes
+// the ServiceAccount's kubeconfig and starts the controller.
+func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
+	if opts.WorkDir == "" {
+		return nil, errors.New("harness: Options.WorkDir is required")
+	}
+	e := &Env{dir: opts.WorkDir, root: ModuleRoot(), binary: opts.Binary, progress: opts.Logf}
+	defer func() {
+		if retErr != nil {
+			_ = e.Stop()
+		}
+	}()
+	bundle, err := LoadBundle(filepath.Join(e.root, "out"))
+	if err != nil {
+		return nil, err
+	}
+	e.Bundle = bundle
+	step := time.Now()
+	if e.binary == "" {
+		if e.binary, err = BuildController(ctx, e.dir); err != nil {
+			return nil, err
+		}
+		e.logf("controller built in %s", time.Since(step).Round(100*time.Millisecond))
+		step = time.Now()
+	}
+	so := SuiteSimOptions()
+	if opts.Sim != nil {
+		so = *opts.Sim
+	}
+	if so.BinDir == "" {
+		if so.BinDir, err = BinDir(); err != nil {
+			return nil, err
+		}
+	}
+	if e.Cluster, err = sim.Start(ctx, so); err != nil {
+		return nil, fmt.Errorf("starting the simulated CKE: %w", err)
+	}
+	e.OperatorDefaults = e.Cluster.Operator().Options()
+	e.logf("simulated CKE up in %s (%s)", time.Since(step).Round(100*time.Millisecond), e.Cluster.Dir())
+	step = time.Now()
+	if e.Client, err = client.NewWithWatch(e.Cluster.Config(), client.Options{Scheme: Scheme()}); err != nil {
+		return nil, err
+	}
+	if e.Kube, err = kubernetes.NewForConfig(e.Cluster.Config()); err != nil {
+		return nil, err
+	}
+	e.Prices = priceapi.New()
+	e.priceSrv = httptest.NewServer(e.Prices)
+	e.PricesURL = e.priceSrv.URL
+
+	if err := e.applyBundle(ctx); err != nil {
+		return nil, err
+	}
+	cfg, err := e.Cluster.AddUser(ServiceAccountUser, ServiceAccountGroups...)
+	if err != nil {
+		return nil, err
+	}
+	e.kubeconfig = filepath.Join(e.dir, "karpenter.kubeconfig")
+	if err := writeKubeconfig(e.kubeconfig, cfg); err != nil {
+		return nil, err
+	}
+	e.logf("bundle applied in %s", time.Since(step).Round(100*time.Millisecond))
+	step = time.Now()
+	if err := e.StartController(ctx, opts.Env); err != nil {
+		return nil, err
+	}
+	e.logf("controller healthy in %s (log %s)", time.Since(step).Round(100*time.Millisecond), e.ctrl.LogPath)
+	return e, nil
+}
+
+// Dir is the harness's work folder.
+func (e *Env) Dir() string { return e.dir }
+
+// Kubeconfig is the controller's kubeconfig: the bundle's ServiceAccount identity.
+func (e *Env) Kubeconfig() string { return e.kubeconfig }
+
+// Controller is the running (or last) controller process.
+func (e *Env) Controller() *Controller { return e.ctrl }
+
+// RestoreOperator puts the node-group operator back to its start-up options and drops leaked
+// quota reservations.
+func (e *Env) RestoreOperator() {
+	d := e.OperatorDefaults
+	e.Cluster.Operator().Configure(func(o *operator.Options) { *o = d })
+	e.Cluster.Operator().ResetQuotaEngine()
+}
+
+// Stop stops the controller, the price API and the cluster.
+func (e *Env) Stop() error {
+	var errs []error
+	if e.ctrl != nil {
+		if err := e.ctrl.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if e.priceSrv != nil {
+		e.Prices.Close()
+		e.priceSrv.Close()
+	}
+	if e.Cluster != nil {
+		if err := e.Cluster.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// applyBundle applies the CRDs, waits for them to be served, then applies the installation
+// objects that make sense out of cluster (everything but the workload objects).
+func (e *Env) applyBundle(ctx context.Context) error {
+	for _, u := range e.Bundle.CRDs {
+		if err := e.apply(ctx, u); err != nil {
+			return err
+		}
+	}
+	for _, u := range e.Bundle.CRDs {
+		if err := e.waitEstablished(ctx, u.GetName()); err != nil {
+			return err
+		}
+	}
+	for _, u := range e.Bundle.Install() {
+		if err := e.apply(ctx, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Env) waitEstablished(ctx context.Context, name string) error {
+	return Poll(ctx, 60*time.Second, func() error {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return err
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("CRD %s not Established", name)
+	})
+}
+
+// Poll calls check until it returns nil or timeout passes; for the harness's own waits
+// (tests use gomega's Eventually).
+func Poll(ctx context.Context, timeout time.Duration, check func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("after %s: %w", timeout, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// GVKs the suite cares about, for messages.
+var (
+	NodeClaimGVK = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodeClaim"}
+	NodeClassGVK = schema.GroupVersionKind{Group: v1alpha1.Group, Version: "v1alpha1", Kind: "CleverNodeClass"}
+)
+
+func (e *Env) logf(format string, args ...any) {
+	if e.progress != nil {
+		e.progress(format, args...)
+	}
+}
