@@ -4,6 +4,7 @@ package release_test
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -29,6 +31,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 const version = "v1.2.3-rc.1"
@@ -68,11 +72,11 @@ func TestRelease(t *testing.T) {
 
 	t.Run("manifests name the pushed index by digest", func(t *testing.T) {
 		for _, f := range []string{"install.yaml", "karpenter.yaml"} {
-			if got := images(t, filepath.Join(dist, f)); !slices.Equal(got, []string{pinned}) {
+			if got := images(t, readFile(t, dist, f)); !slices.Equal(got, []string{pinned}) {
 				t.Errorf("%s: images %q, want only %q", f, got, pinned)
 			}
 		}
-		if got := images(t, filepath.Join(dist, "crds.yaml")); len(got) != 0 {
+		if got := images(t, readFile(t, dist, "crds.yaml")); len(got) != 0 {
 			t.Errorf("crds.yaml names images %q", got)
 		}
 	})
@@ -104,15 +108,8 @@ func TestRelease(t *testing.T) {
 	}
 
 	t.Run("both platforms, each on the pinned base", func(t *testing.T) {
-		var platforms []string
-		for _, m := range manifest.Manifests {
-			if m.Platform != nil {
-				platforms = append(platforms, m.Platform.String())
-			}
-		}
-		slices.Sort(platforms)
-		if want := []string{"linux/amd64", "linux/arm64"}; !slices.Equal(platforms, want) {
-			t.Fatalf("platforms %q, want %q", platforms, want)
+		if got, want := platforms(t, idx), []string{"linux/amd64", "linux/arm64"}; !slices.Equal(got, want) {
+			t.Fatalf("platforms %q, want %q", got, want)
 		}
 		// ko records the base it built on; it must be the base ko.yaml pins, by digest.
 		wantBase := base + "@" + pinnedBase(t, root)
@@ -144,17 +141,7 @@ func TestRelease(t *testing.T) {
 	})
 
 	t.Run("image for this machine runs as nonroot, trusts the CA bundle, prints the version", func(t *testing.T) {
-		var img v1.Image
-		for _, m := range manifest.Manifests {
-			if m.Platform != nil && m.Platform.OS == "linux" && m.Platform.Architecture == runtime.GOARCH {
-				if img, err = idx.Image(m.Digest); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if img == nil {
-			t.Skipf("no image for linux/%s", runtime.GOARCH)
-		}
+		img := native(t, idx)
 		cfg, err := img.ConfigFile()
 		if err != nil {
 			t.Fatal(err)
@@ -162,11 +149,7 @@ func TestRelease(t *testing.T) {
 		if uid, _, _ := strings.Cut(cfg.Config.User, ":"); uid != "65532" {
 			t.Errorf("user %q, want 65532", cfg.Config.User)
 		}
-		if len(cfg.Config.Entrypoint) != 1 {
-			t.Fatalf("entrypoint %q, want the binary alone", cfg.Config.Entrypoint)
-		}
-		files := extract(t, img, strings.TrimPrefix(cfg.Config.Entrypoint[0], "/"), "etc/ssl/certs/ca-certificates.crt", "etc/passwd", "tmp/")
-
+		files := extract(t, img, "etc/ssl/certs/ca-certificates.crt", "etc/passwd", "tmp/")
 		if pool := x509.NewCertPool(); !pool.AppendCertsFromPEM(files["etc/ssl/certs/ca-certificates.crt"].data) {
 			t.Error("the CA bundle holds no certificate")
 		}
@@ -176,13 +159,53 @@ func TestRelease(t *testing.T) {
 		if mode := files["tmp/"].mode; mode != 0o1777 {
 			t.Errorf("/tmp mode %o, want 1777", mode)
 		}
+		if got := binaryVersion(t, root, img); got != version {
+			t.Errorf("the image's binary prints %q, want %q", got, version)
+		}
+	})
 
-		bin := filepath.Join(t.TempDir(), "controller")
-		if err := os.WriteFile(bin, files[strings.TrimPrefix(cfg.Config.Entrypoint[0], "/")].data, 0o755); err != nil {
+	t.Run("dev loop: ko resolve -f out/ reads .ko.yaml and renders the release's objects", func(t *testing.T) {
+		const devVersion = "v0.0.0-dev.1"
+		cmd := exec.CommandContext(ctx(t), filepath.Join(root, "bin/ko"), "resolve", "-f", "out/")
+		cmd.Dir = root
+		// As a developer types it: no KO_CONFIG_PATH, no --platform, no flags; only the base is
+		// overridden, since ko.yaml's is not reachable from here.
+		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+			return strings.HasPrefix(kv, "KO_") || strings.HasPrefix(kv, "VERSION=")
+		}), "KO_DOCKER_REPO="+host+"/dev", "KO_DEFAULTBASEIMAGE="+base+"@"+pinnedBase(t, root), "VERSION="+devVersion)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		resolved, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("ko resolve: %v\n%s", err, stderr.Bytes())
+		}
+		release, err := os.ReadFile(filepath.Join(dist, "install.yaml"))
+		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.TrimSpace(string(run(t, root, bin, "--version"))); got != version {
-			t.Errorf("the image's binary prints %q, want %q", got, version)
+		devImages := images(t, resolved)
+		if len(devImages) != 1 {
+			t.Fatalf("ko resolve names images %q, want one", devImages)
+		}
+		got := objects(t, bytes.ReplaceAll(resolved, []byte(devImages[0]), []byte(pinned)))
+		if want := objects(t, release); !reflect.DeepEqual(got, want) {
+			t.Errorf("ko resolve -f out/ renders %d objects that differ from dist/install.yaml's %d beyond the image", len(got), len(want))
+		}
+
+		// Both platforms and the version stamp come from .ko.yaml alone.
+		dref, err := name.NewDigest(devImages[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev, err := remote.Index(dref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := platforms(t, dev); !slices.Equal(got, []string{"linux/amd64", "linux/arm64"}) {
+			t.Errorf("dev image platforms %q", got)
+		}
+		if got := binaryVersion(t, root, native(t, dev)); got != devVersion {
+			t.Errorf("dev image's binary prints %q, want %q: .ko.yaml's ldflags were not applied", got, devVersion)
 		}
 	})
 
@@ -218,13 +241,9 @@ func makeRelease(t *testing.T, root, repo, base, dist string) {
 	}
 }
 
-// images lists the distinct image references a manifest file names.
-func images(t *testing.T, path string) []string {
+// images lists the distinct image references a manifest stream names.
+func images(t *testing.T, b []byte) []string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var refs []string
 	for _, m := range regexp.MustCompile(`(?m)^\s*(?:-\s+)?image:\s*(\S+)\s*$`).FindAllSubmatch(b, -1) {
 		refs = append(refs, string(m[1]))
@@ -257,6 +276,92 @@ func checkSums(t *testing.T, dir string, want []string) {
 	if !slices.Equal(listed, want) {
 		t.Errorf("SHA256SUMS lists %q, want %q", listed, want)
 	}
+}
+
+func readFile(t *testing.T, dir, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// objects decodes a YAML stream, skipping empty documents (ko ends each file with one).
+func objects(t *testing.T, stream []byte) []map[string]any {
+	t.Helper()
+	r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	var objs []map[string]any
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj != nil {
+			objs = append(objs, obj)
+		}
+	}
+}
+
+func platforms(t *testing.T, idx v1.ImageIndex) []string {
+	t.Helper()
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []string
+	for _, m := range im.Manifests {
+		if m.Platform != nil {
+			ps = append(ps, m.Platform.String())
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// native is the index's image for this machine, whose binary the test can run.
+func native(t *testing.T, idx v1.ImageIndex) v1.Image {
+	t.Helper()
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range im.Manifests {
+		if m.Platform != nil && m.Platform.OS == "linux" && m.Platform.Architecture == runtime.GOARCH {
+			img, err := idx.Image(m.Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return img
+		}
+	}
+	t.Skipf("no image for linux/%s to run", runtime.GOARCH)
+	return nil
+}
+
+// binaryVersion runs the image's entrypoint with --version.
+func binaryVersion(t *testing.T, root string, img v1.Image) string {
+	t.Helper()
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Config.Entrypoint) != 1 {
+		t.Fatalf("entrypoint %q, want the binary alone", cfg.Config.Entrypoint)
+	}
+	path := strings.TrimPrefix(cfg.Config.Entrypoint[0], "/")
+	bin := filepath.Join(t.TempDir(), "controller")
+	if err := os.WriteFile(bin, extract(t, img, path)[path].data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(run(t, root, bin, "--version")))
 }
 
 // pinnedBase is the digest ko.yaml pins the base at.
