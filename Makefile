@@ -56,9 +56,9 @@ help:
 
 ##@ Release
 
-# Where the image goes, e.g. ghcr.io/clevercloud/karpenter-provider-clever-cloud; ko needs it.
-KO_DOCKER_REPO ?=
-# The minimal base goes next to the image unless said otherwise.
+# Where releases go. Its base, next to it, is the one ko.yaml pins, so a release there and a
+# plain `ko apply` build on the same base. Point both elsewhere to build your own.
+KO_DOCKER_REPO ?= ghcr.io/clevercloud/karpenter-provider-clever-cloud
 BASE_REPO ?= $(KO_DOCKER_REPO)/base
 DIST ?= $(CURDIR)/dist
 RELEASE_ENV := VERSION=$(VERSION) KO_DOCKER_REPO=$(KO_DOCKER_REPO) BASE_REPO=$(BASE_REPO) DIST=$(DIST) KO=$(BIN)/ko CUE=$(BIN)/cue
