@@ -35,8 +35,14 @@ import (
 // Name is the provider's name as Karpenter reports it.
 const Name = "clevercloud"
 
-// DriftReasonNodeClass is reported when a node's CleverNodeClass changed after launch.
-const DriftReasonNodeClass cloudprovider.DriftReason = "NodeClassDrift"
+// Drift reasons.
+const (
+	// DriftReasonNodeClass is reported when a node's CleverNodeClass changed after launch.
+	DriftReasonNodeClass cloudprovider.DriftReason = "NodeClassDrift"
+	// DriftReasonFlavorRetired is reported when a node's flavor is no longer offered (it left
+	// the catalogue or the price API stopped listing it), so it is replaced by one that is.
+	DriftReasonFlavorRetired cloudprovider.DriftReason = "FlavorRetired"
+)
 
 // QuotaRejectionTTL is how long a flavor refused by the quota stays unavailable, unless a
 // managed group is deleted first.
@@ -408,6 +414,11 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) 
 	group, err := c.groups.Get(ctx, name)
 	if err != nil {
 		return "", client.IgnoreNotFound(err)
+	}
+	// Only the catalogue's own availability counts here, never the quota's: a full quota is
+	// no reason to replace a node.
+	if it, ok := c.catalog.Get(group.Spec.Flavor); !ok || len(it.Offerings.Available()) == 0 {
+		return DriftReasonFlavorRetired, nil
 	}
 	if group.Annotations[v1alpha1.AnnotationNodeClassHashVersion] != v1alpha1.NodeClassHashVersion {
 		return "", nil // hashed by another scheme: not comparable, and not worth a fleet roll

@@ -15,6 +15,7 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	provider "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
@@ -275,6 +276,31 @@ func TestNodeClassChangeIsDrift(t *testing.T) {
 	reason, err = f.provider.IsDrifted(ctx, nc)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(reason).To(Equal(provider.DriftReasonNodeClass))
+}
+
+func TestARetiredFlavorIsDriftButAFullQuotaIsNot(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	ctx := context.Background()
+	claimFor := func(flavor string) *karpv1.NodeClaim {
+		nc := f.newClaim(g, "1", "1Gi")
+		group := nodegroup.Build(nc, f.class, flavor)
+		g.Expect(env.Client.Create(ctx, group)).To(Succeed())
+		nc.Status.ProviderID = nodegroup.ProviderID(group.Name)
+		return nc
+	}
+	unknown, listed, dropped := claimFor("XXL-RETIRED"), claimFor("S"), claimFor("L")
+
+	// The price API stops listing L; the quota leaves no room at all.
+	g.Expect(f.catalog.SetLive(catalog.Rates{Currency: "EUR", VCPUHourly: 0.00277777777, RAMGBHourly: 0.00555555555}, []string{"2XS", "XS", "S", "M", "XL"})).To(Succeed())
+	f.quota.Learn("CPU", 1)
+	f.quota.Observe(quota.Usage{CPU: 1, GB: 1}, nil)
+
+	for nc, want := range map[*karpv1.NodeClaim]cloudprovider.DriftReason{unknown: provider.DriftReasonFlavorRetired, dropped: provider.DriftReasonFlavorRetired, listed: ""} {
+		reason, err := f.provider.IsDrifted(ctx, nc)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(reason).To(Equal(want), nc.Status.ProviderID)
+	}
 }
 
 func TestStaticAnswers(t *testing.T) {

@@ -46,6 +46,7 @@ type fixture struct {
 	class    *v1alpha1.CleverNodeClass
 	clock    *clocktesting.FakeClock
 	quota    *quota.Tracker
+	catalog  *catalog.Catalog
 }
 
 var seq atomic.Int32
@@ -67,7 +68,7 @@ func newFixture(t *testing.T, g Gomega, timeout time.Duration) *fixture {
 	}
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	setReady(g, class, metav1.ConditionTrue)
-	return &fixture{provider: p, events: rec, class: class, clock: clk, quota: tracker}
+	return &fixture{provider: p, events: rec, class: class, clock: clk, quota: tracker, catalog: cat}
 }
 
 func setReady(g Gomega, class *v1alpha1.CleverNodeClass, s metav1.ConditionStatus) {
