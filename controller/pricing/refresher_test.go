@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
@@ -33,6 +34,7 @@ type harness struct {
 	clock   *testingclock.FakeClock
 	r       *Refresher
 	updates chan Update
+	timers  chan time.Duration // every delay the loop arms, in order
 
 	mu         sync.Mutex
 	sinkErr    error
@@ -42,7 +44,13 @@ type harness struct {
 
 func newHarness(t *testing.T, edit func(*settings.Settings), opts ...Option) *harness {
 	t.Helper()
-	h := &harness{t: t, api: priceapi.New(), clock: testingclock.NewFakeClock(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)), updates: make(chan Update, 32)}
+	h := &harness{
+		t:       t,
+		api:     priceapi.New(),
+		clock:   testingclock.NewFakeClock(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)),
+		updates: make(chan Update, 32),
+		timers:  make(chan time.Duration, 32),
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		h.mu.Lock()
 		h.userAgents = append(h.userAgents, req.Header.Get("User-Agent"))
@@ -62,7 +70,7 @@ func newHarness(t *testing.T, edit func(*settings.Settings), opts ...Option) *ha
 	}
 	// A fixed jitter draw of 0.5 is no jitter at all: every delay below is exact.
 	opts = append([]Option{WithJitterSource(func() float64 { return 0.5 })}, opts...)
-	r, err := New(s, srv.Client(), h.clock, func(_ context.Context, u Update) error {
+	r, err := New(s, srv.Client(), recordingClock{h.clock, h.timers}, func(_ context.Context, u Update) error {
 		h.mu.Lock()
 		err := h.sinkErr
 		h.mu.Unlock()
@@ -77,6 +85,19 @@ func newHarness(t *testing.T, edit func(*settings.Settings), opts ...Option) *ha
 	}
 	h.r = r
 	return h
+}
+
+// recordingClock is the fake clock, telling the test every timer the refresher arms.
+type recordingClock struct {
+	*testingclock.FakeClock
+	timers chan<- time.Duration
+}
+
+// NewTimer reports d only once the timer is armed, so that a Step right after cannot miss it.
+func (c recordingClock) NewTimer(d time.Duration) clock.Timer {
+	t := c.FakeClock.NewTimer(d)
+	c.timers <- d
+	return t
 }
 
 func settingsFor(apiURL string) settings.Settings {
@@ -124,26 +145,26 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// idle waits until the loop is parked on its timer, i.e. the previous attempt is over.
-func (h *harness) idle() {
+// scheduled waits for the running loop to finish an attempt, which it ends by arming its
+// timer, and returns the delay it armed. Watching NewTimer, rather than the fake clock's
+// waiters, cannot be fooled by an attempt so quick that it re-arms between two looks.
+func (h *harness) scheduled() time.Duration {
 	h.t.Helper()
-	eventually(h.t, "the refresher to wait on its timer", h.clock.HasWaiters)
+	select {
+	case d := <-h.timers:
+		return d
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("the refresher did not schedule its next attempt")
+		return 0
+	}
 }
 
-// expectNextAttemptIn checks that the parked loop fires after exactly d, not a nanosecond
-// earlier, then waits for that attempt to finish.
-func (h *harness) expectNextAttemptIn(d time.Duration) {
+// expectScheduled waits for the current attempt to end and checks the delay it armed.
+func (h *harness) expectScheduled(d time.Duration) {
 	h.t.Helper()
-	h.idle()
-	h.clock.Step(d - time.Nanosecond)
-	if !h.clock.HasWaiters() {
-		h.t.Fatalf("refresher fired before %v", d)
+	if got := h.scheduled(); got != d {
+		h.t.Fatalf("next attempt in %v, want %v", got, d)
 	}
-	h.clock.Step(time.Nanosecond)
-	if h.clock.HasWaiters() {
-		h.t.Fatalf("refresher did not fire after %v", d)
-	}
-	h.idle()
 }
 
 func (h *harness) update() Update {
@@ -198,30 +219,34 @@ func TestRefresherScheduleRetryAndRecovery(t *testing.T) {
 	if got := price(u.Rates, 10, 16); got != 0.1167 {
 		t.Fatalf("M priced %v, want 0.1167", got)
 	}
-	h.idle() // the sink runs before the outcome is recorded
+	// The outcome is recorded once the next attempt is scheduled, a period later.
+	h.expectScheduled(period)
 	start := h.r.LastSuccess()
 	if !start.Equal(h.clock.Now()) || h.r.Stale() {
 		t.Fatalf("after success: last %v stale %v", start, h.r.Stale())
 	}
-
-	// Then every period.
-	h.expectNextAttemptIn(period)
+	h.clock.Step(period)
 	h.update()
+	h.expectScheduled(period)
 
-	// The API breaks: nothing reaches the sink, and retries come sooner and sooner apart.
+	// The API breaks: nothing reaches the sink, and retries come sooner and sooner apart,
+	// never later than RetryMax.
 	h.api.SetEndpointFault(priceapi.Product, priceapi.ServerError)
 	lastGood := h.r.LastSuccess()
-	h.expectNextAttemptIn(period)
-	h.noUpdate()
-	for _, d := range []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute} {
-		h.expectNextAttemptIn(d)
+	h.clock.Step(period)
+	retries := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
+	for i, d := range retries {
+		h.expectScheduled(d)
 		h.noUpdate()
+		if i < len(retries)-1 {
+			h.clock.Step(d)
+		}
 	}
-	if got := value(t, statusFailures) - before; got != 8 {
-		t.Fatalf("%v status failures counted, want 8", got)
+	if got := value(t, statusFailures) - before; got != float64(len(retries)) {
+		t.Fatalf("%v status failures counted, want %d", got, len(retries))
 	}
-	if got := value(t, consecutiveFailures); got != 8 {
-		t.Fatalf("consecutive failures gauge %v, want 8", got)
+	if got := value(t, consecutiveFailures); got != float64(len(retries)) {
+		t.Fatalf("consecutive failures gauge %v, want %d", got, len(retries))
 	}
 	if !h.r.LastSuccess().Equal(lastGood) || h.r.LastError() == nil {
 		t.Fatalf("last good state not kept: last success %v, error %v", h.r.LastSuccess(), h.r.LastError())
@@ -230,18 +255,17 @@ func TestRefresherScheduleRetryAndRecovery(t *testing.T) {
 	// It heals with new rates: applied at the next retry, and the schedule is back to the period.
 	h.api.SetEndpointFault(priceapi.Product, priceapi.Healthy)
 	h.api.SetRates(0.004, 0.006)
-	h.expectNextAttemptIn(10 * time.Minute)
+	h.clock.Step(RetryMax)
 	if u := h.update(); u.Rates.VCPUHourly != 0.004 || u.Rates.RAMGBHourly != 0.006 {
 		t.Fatalf("healed update %+v", u)
 	}
+	h.expectScheduled(period)
 	if value(t, ratesInUse.WithLabelValues(ResourceVCPU)) != 0.004 || value(t, consecutiveFailures) != 0 {
 		t.Fatal("metrics do not show the healed state")
 	}
 	if got := value(t, lastSuccess); got != float64(h.clock.Now().Unix()) {
 		t.Fatalf("last success gauge %v, want %v", got, h.clock.Now().Unix())
 	}
-	h.expectNextAttemptIn(period)
-	h.update()
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
