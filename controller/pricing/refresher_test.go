@@ -530,3 +530,20 @@ func TestNew(t *testing.T) {
 		t.Error("zero reference rates accepted")
 	}
 }
+
+func TestStartAppliesJitter(t *testing.T) {
+	for _, tt := range []struct {
+		draw float64
+		want time.Duration
+	}{{0, 9 * period / 10}, {0.75, 21 * period / 20}} {
+		draw := tt.draw
+		h := newHarness(t, nil, WithJitterSource(func() float64 { return draw }))
+		h.start()
+		h.update()
+		h.expectScheduled(tt.want)
+		// Failures are jittered too, so that clusters failing together do not retry together.
+		h.api.SetFault(priceapi.ServerError)
+		h.clock.Step(tt.want)
+		h.expectScheduled(time.Duration(float64(RetryInitial) * (1 - Jitter + 2*Jitter*draw)))
+	}
+}
