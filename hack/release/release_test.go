@@ -234,8 +234,16 @@ func makeRelease(t *testing.T, root, repo, base, dist string) {
 	cmd := exec.CommandContext(ctx(t), "make", "--no-print-directory", "release",
 		"VERSION="+version, "KO_DOCKER_REPO="+repo, "BASE_REPO="+base, "DIST="+dist)
 	cmd.Dir = root
-	// The release must build and push its own base, not take one from the caller's shell.
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KO_DEFAULTBASEIMAGE=") })
+	// As typed in a shell: the release builds and pushes its own base rather than take one
+	// from the caller, and `make test`'s flags and variables do not leak into this make.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		for _, p := range []string{"KO_DEFAULTBASEIMAGE=", "MAKEFLAGS=", "MFLAGS=", "MAKELEVEL="} {
+			if strings.HasPrefix(kv, p) {
+				return true
+			}
+		}
+		return false
+	})
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make release: %v\n%s", err, out)
 	}
