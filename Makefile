@@ -54,6 +54,16 @@ test: sim-bin ## Run every test: unit, integration on a real apiserver, simulato
 help:
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
+##@ Benchmarks
+
+.PHONY: bench
+bench: sim-bin ## Run every benchmark scenario on the simulated CKE (< 15 min); writes docs/bench/.
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) BENCH_OUT=docs/bench go test -tags bench -count=1 -timeout 15m -run 'TestBench$$' -v ./test/bench
+
+.PHONY: bench-smoke
+bench-smoke: sim-bin ## One tiny benchmark scenario (< 1 min), report in bin/bench-smoke/.
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) BENCH_OUT=bin/bench-smoke go test -count=1 -timeout 5m -run 'TestSmoke$$' -v ./test/bench
+
 ##@ Release
 
 # Where releases go. Its base, next to it, is the one ko.yaml pins, so a release there and a

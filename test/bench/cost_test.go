@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"math"
+	"testing"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/cke"
+)
+
+// The catalogue at the base prices (the fake price API's defaults).
+func baseCatalogue() []FlavorCost {
+	price := map[string]float64{"2XS": 0.0333, "XS": 0.0611, "S": 0.0889, "M": 0.1167, "L": 0.1667, "XL": 0.2222}
+	var out []FlavorCost
+	for _, f := range cke.Flavors() {
+		_, a := cke.Resources(f)
+		out = append(out, FlavorCost{Name: f.Name, CPUMilli: a.Cpu().MilliValue(), MemoryBytes: a.Memory().Value(), Pods: a.Pods().Value(), PriceHourly: price[f.Name]})
+	}
+	return out
+}
+
+const gi = 1 << 30
+
+func TestLowerBound(t *testing.T) {
+	cat := baseCatalogue()
+	for _, tc := range []struct {
+		name           string
+		cpu, mem, pods int64
+		want           float64
+		fleet          map[string]int
+	}{
+		{"one small pod", 1000, 1 * gi, 1, 0.0333, map[string]int{"2XS": 1}},
+		// Three 1 CPU / 1500Mi pods: 4.4 GiB > a 2XS's 3.6 GiB allocatable; one XS.
+		{"three pods", 3000, 3 * 1500 << 20, 3, 0.0611, map[string]int{"XS": 1}},
+		{"nothing", 0, 0, 0, 0, map[string]int{}},
+		// 20 CPU of tiny memory: CPU-bound, 5 × 2XS (20 vCPU) at 0.1665 beats 2 × M (0.2334).
+		{"cpu bound", 20000, 1 * gi, 20, 0.1665, map[string]int{"2XS": 5}},
+		// 250 pods of 1m: pod slots bind (110 per node): 3 nodes.
+		{"pod slots", 250, 250 << 20, 250, 3 * 0.0333, map[string]int{"2XS": 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := LowerBound(cat, tc.cpu, tc.mem, tc.pods)
+			if !b.Exact || math.Abs(b.CostHourly-tc.want) > 1e-9 {
+				t.Fatalf("bound %+v, want %.4f", b, tc.want)
+			}
+			for k, v := range tc.fleet {
+				if b.Fleet[k] != v {
+					t.Errorf("fleet %v, want %v", b.Fleet, tc.fleet)
+				}
+			}
+		})
+	}
+}
+
+// The bound never exceeds any feasible fleet: checked against brute force on small demands.
+func TestLowerBoundMatchesBruteForce(t *testing.T) {
+	cat := baseCatalogue()
+	for _, d := range [][3]int64{{7000, 9 * gi, 12}, {13500, 30 * gi, 40}, {42500, 67 * gi, 50}, {3000, 40 * gi, 5}} {
+		got := LowerBound(cat, d[0], d[1], d[2])
+		best := math.Inf(1)
+		var rec func(i int, cpu, mem, pods int64, cost float64)
+		rec = func(i int, cpu, mem, pods int64, cost float64) {
+			if cpu <= 0 && mem <= 0 && pods <= 0 {
+				best = math.Min(best, cost)
+				return
+			}
+			if i == len(cat) || cost >= best {
+				return
+			}
+			for k := int64(0); k <= 12; k++ {
+				f := cat[i]
+				rec(i+1, cpu-k*f.CPUMilli, mem-k*f.MemoryBytes, pods-k*f.Pods, cost+float64(k)*f.PriceHourly)
+			}
+		}
+		rec(0, d[0], d[1], d[2], 0)
+		if math.Abs(got.CostHourly-best) > 1e-9 {
+			t.Errorf("demand %v: bound %.4f, brute force %.4f", d, got.CostHourly, best)
+		}
+	}
+}

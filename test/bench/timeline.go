@@ -1,0 +1,307 @@
+package bench
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+)
+
+// Timeline records, from watches, when the bench first observed each step of each object's
+// life, with the bench's clock (millisecond resolution; object timestamps only have seconds).
+type Timeline struct {
+	mu     sync.Mutex
+	Pods   map[string]*PodTimes
+	Claims map[string]*ClaimTimes
+	Groups map[string]*GroupTimes
+	Nodes  map[string]*NodeTimes
+	// changed is signalled (non-blocking) on every recorded change.
+	changed chan struct{}
+	// lastFleetChange is when a NodeClaim or NodeGroup last appeared, was accepted, started
+	// deleting or went.
+	lastFleetChange time.Time
+}
+
+// PodTimes are the steps of one pod.
+type PodTimes struct {
+	Created, Unschedulable, Bound, Running time.Time
+	Node                                   string
+	Deleted                                bool
+}
+
+// ClaimTimes are the steps of one NodeClaim.
+type ClaimTimes struct {
+	Created, Launched, Registered, Initialized, Deleting time.Time
+	Node                                                 string
+	Gone                                                 bool
+}
+
+// GroupTimes are the steps of one NodeGroup.
+type GroupTimes struct {
+	Created, Accepted, Rejected, Deleting time.Time
+	Flavor                                string
+	Gone                                  bool
+	Managed                               bool
+}
+
+// NodeTimes are the steps of one Node.
+type NodeTimes struct {
+	// Registered: first seen without Karpenter's unregistered taint (Karpenter removes it when
+	// it registers the node; pods cannot schedule before).
+	Created, Ready, Registered time.Time
+	Group, Flavor  string
+	Gone           bool
+}
+
+func newTimeline() *Timeline {
+	return &Timeline{
+		Pods: map[string]*PodTimes{}, Claims: map[string]*ClaimTimes{},
+		Groups: map[string]*GroupTimes{}, Nodes: map[string]*NodeTimes{},
+		changed: make(chan struct{}, 1),
+	}
+}
+
+func set(t *time.Time, now time.Time) {
+	if t.IsZero() {
+		*t = now
+	}
+}
+
+// Watch records the objects of namespace ns (pods) and cluster-wide NodeClaims, NodeGroups
+// and Nodes until ctx ends. It returns once every watch has listed.
+func (tl *Timeline) Watch(ctx context.Context, c client.WithWatch, ns string) {
+	var ready sync.WaitGroup
+	ready.Add(4)
+	go tl.loop(ctx, c, &corev1.PodList{}, []client.ListOption{client.InNamespace(ns)}, &ready)
+	go tl.loop(ctx, c, &karpv1.NodeClaimList{}, nil, &ready)
+	go tl.loop(ctx, c, &ngv1.NodeGroupList{}, nil, &ready)
+	go tl.loop(ctx, c, &corev1.NodeList{}, nil, &ready)
+	ready.Wait()
+}
+
+func (tl *Timeline) loop(ctx context.Context, c client.WithWatch, list client.ObjectList, opts []client.ListOption, ready *sync.WaitGroup) {
+	first := true
+	defer func() {
+		if first {
+			ready.Done()
+		}
+	}()
+	retry := time.NewTicker(500 * time.Millisecond)
+	defer retry.Stop()
+	for ctx.Err() == nil {
+		l := list.DeepCopyObject().(client.ObjectList)
+		if err := c.List(ctx, l, opts...); err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-retry.C:
+				continue
+			}
+		}
+		now := time.Now()
+		items, _ := meta.ExtractList(l)
+		for _, it := range items {
+			tl.observe(it.(client.Object), now, false)
+		}
+		if first {
+			first = false
+			ready.Done()
+		}
+		w, err := c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), append(append([]client.ListOption{}, opts...), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})...)
+		if err != nil {
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error || ev.Type == watch.Bookmark {
+				continue
+			}
+			obj, ok := ev.Object.(client.Object)
+			if !ok {
+				continue
+			}
+			tl.observe(obj, time.Now(), ev.Type == watch.Deleted)
+		}
+		w.Stop()
+	}
+}
+
+func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		p := tl.Pods[o.Name]
+		if p == nil {
+			p = &PodTimes{}
+			tl.Pods[o.Name] = p
+		}
+		set(&p.Created, now)
+		for _, c := range o.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				set(&p.Unschedulable, now)
+			}
+		}
+		if o.Spec.NodeName != "" {
+			set(&p.Bound, now)
+			p.Node = o.Spec.NodeName
+		}
+		if o.Status.Phase == corev1.PodRunning && podReady(o) {
+			set(&p.Running, now)
+		}
+		p.Deleted = p.Deleted || deleted || o.DeletionTimestamp != nil
+	case *karpv1.NodeClaim:
+		c := tl.Claims[o.Name]
+		if c == nil {
+			c = &ClaimTimes{}
+			tl.Claims[o.Name] = c
+		}
+		before := *c
+		defer func() {
+			if c.Deleting != before.Deleting || c.Gone != before.Gone || c.Created != before.Created {
+				tl.lastFleetChange = now
+			}
+		}()
+		set(&c.Created, now)
+		conds := o.StatusConditions()
+		if conds.Get(karpv1.ConditionTypeLaunched).IsTrue() {
+			set(&c.Launched, now)
+		}
+		if conds.Get(karpv1.ConditionTypeRegistered).IsTrue() {
+			set(&c.Registered, now)
+		}
+		if conds.Get(karpv1.ConditionTypeInitialized).IsTrue() {
+			set(&c.Initialized, now)
+		}
+		if o.Status.NodeName != "" {
+			c.Node = o.Status.NodeName
+		}
+		if o.DeletionTimestamp != nil || deleted {
+			set(&c.Deleting, now)
+		}
+		c.Gone = c.Gone || deleted
+	case *ngv1.NodeGroup:
+		g := tl.Groups[o.Name]
+		if g == nil {
+			g = &GroupTimes{}
+			tl.Groups[o.Name] = g
+		}
+		before := *g
+		defer func() {
+			if g.Deleting != before.Deleting || g.Gone != before.Gone || g.Created != before.Created || g.Accepted != before.Accepted {
+				tl.lastFleetChange = now
+			}
+		}()
+		set(&g.Created, now)
+		g.Flavor = o.Spec.Flavor
+		g.Managed = g.Managed || o.Labels[karpv1.NodePoolLabelKey] != ""
+		switch o.Status.Phase {
+		case "Synced":
+			set(&g.Accepted, now)
+		case "QuotaExceeded":
+			set(&g.Rejected, now)
+		}
+		if o.DeletionTimestamp != nil || deleted {
+			set(&g.Deleting, now)
+		}
+		g.Gone = g.Gone || deleted
+	case *corev1.Node:
+		n := tl.Nodes[o.Name]
+		if n == nil {
+			n = &NodeTimes{}
+			tl.Nodes[o.Name] = n
+		}
+		set(&n.Created, now)
+		n.Group = o.Labels[ngv1.LabelNodeGroup]
+		n.Flavor = o.Labels[corev1.LabelInstanceTypeStable]
+		if nodeReady(o) {
+			set(&n.Ready, now)
+		}
+		tainted := false
+		for _, t := range o.Spec.Taints {
+			tainted = tainted || t.Key == karpv1.UnregisteredTaintKey
+		}
+		if !tainted {
+			set(&n.Registered, now)
+		}
+		n.Gone = n.Gone || deleted
+	}
+	select {
+	case tl.changed <- struct{}{}:
+	default:
+	}
+}
+
+// quietSince: no NodeClaim or NodeGroup change for d (locked).
+func (tl *Timeline) quietSince(d time.Duration) bool {
+	return time.Since(tl.lastFleetChange) >= d
+}
+
+// noneDeleting: no NodeClaim or NodeGroup is on its way out (locked).
+func (tl *Timeline) noneDeleting() bool {
+	for _, c := range tl.Claims {
+		if !c.Deleting.IsZero() && !c.Gone {
+			return false
+		}
+	}
+	for _, g := range tl.Groups {
+		if g.Managed && !g.Deleting.IsZero() && !g.Gone {
+			return false
+		}
+	}
+	return true
+}
+
+// Read calls fn with the timeline locked.
+func (tl *Timeline) Read(fn func(tl *Timeline)) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	fn(tl)
+}
+
+// WaitFor waits until cond (called with the timeline locked) holds, re-checking on every
+// change and every second, or returns false at the deadline.
+func (tl *Timeline) WaitFor(ctx context.Context, timeout time.Duration, cond func(tl *Timeline) bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		ok := false
+		tl.Read(func(tl *Timeline) { ok = cond(tl) })
+		if ok {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tl.changed:
+		case <-tick.C:
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
