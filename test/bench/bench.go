@@ -80,23 +80,23 @@ type Result struct {
 	PendingToRunning Stat `json:"pendingToRunning"`
 	// Overhead: per pod that needed a new node, pending → Running minus the simulator's
 	// acceptance and boot delays.
-	Overhead      Stat                    `json:"providerOverhead"`
-	PodsOnNewNode int                     `json:"podsOnNewNode"`
-	PodsRunning   int                     `json:"podsRunning"`
-	Claims        int                     `json:"nodeClaimsCreated"`
-	Groups        int                     `json:"nodeGroupsCreated"`
-	Rejected      int                     `json:"nodeGroupsRejected"`
-	Footprint     Footprint               `json:"controller"`
-	Requests      []harness.RequestCount  `json:"apiserverRequests"`
-	RequestsTotal int                     `json:"apiserverRequestsTotal"`
-	Cost          *Cost                   `json:"cost,omitempty"`
-	Figures       map[string]float64      `json:"figures,omitempty"`
-	Notes         []string                `json:"notes,omitempty"`
-	Misses        []string                `json:"misses,omitempty"`
-	ErrorLines    int                     `json:"controllerErrorLines"`
-	Env           map[string]string       `json:"controllerEnvOverrides,omitempty"`
-	Raw           map[string][]float64    `json:"raw,omitempty"`
-	Extra         map[string]any          `json:"extra,omitempty"`
+	Overhead      Stat                   `json:"providerOverhead"`
+	PodsOnNewNode int                    `json:"podsOnNewNode"`
+	PodsRunning   int                    `json:"podsRunning"`
+	Claims        int                    `json:"nodeClaimsCreated"`
+	Groups        int                    `json:"nodeGroupsCreated"`
+	Rejected      int                    `json:"nodeGroupsRejected"`
+	Footprint     Footprint              `json:"controller"`
+	Requests      []harness.RequestCount `json:"apiserverRequests"`
+	RequestsTotal int                    `json:"apiserverRequestsTotal"`
+	Cost          *Cost                  `json:"cost,omitempty"`
+	Figures       map[string]float64     `json:"figures,omitempty"`
+	Notes         []string               `json:"notes,omitempty"`
+	Misses        []string               `json:"misses,omitempty"`
+	ErrorLines    int                    `json:"controllerErrorLines"`
+	Env           map[string]string      `json:"controllerEnvOverrides,omitempty"`
+	Raw           map[string][]float64   `json:"raw,omitempty"`
+	Extra         map[string]any         `json:"extra,omitempty"`
 }
 
 // Cost is the fleet bought for the scenario's pods against the lower bound.

@@ -63,7 +63,7 @@ func start(t *testing.T) *Bench {
 		b.Report.Simulator = map[string]string{
 			"acceptance delay": o.AcceptDelay.String(), "boot delay": o.BootDelay.String(),
 			"teardown delay": o.TeardownDelay.String(), "default quota": fmt.Sprintf("%d vCPU / %d GB", o.QuotaCPU, o.QuotaRAMGB),
-			"control plane": "2 × S (schedulable, counted in the quota)",
+			"control plane":    "2 × S (schedulable, counted in the quota)",
 			"harness start-up": time.Since(began).Round(100 * time.Millisecond).String(),
 		}
 		shared = b

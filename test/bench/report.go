@@ -162,7 +162,7 @@ const method = `## Method
   stamps the first time it *observes* each step with its own clock (object timestamps have only
   second resolution). Steps: pod created (pending) → NodeClaim created → NodeGroup created →
   NodeGroup accepted (` + "`phase: Synced`" + `) → Node joined → Node registered (Karpenter removed its
-  `+"`karpenter.sh/unregistered`"+` taint) → pod Running and
+  ` + "`karpenter.sh/unregistered`" + ` taint) → pod Running and
   Ready. A pod is attributed to the NodeClaim of the node it ends up on (NodeGroup name = NodeClaim
   name); pods placed on capacity that already existed or was launched before they were created only
   count in pending→running.

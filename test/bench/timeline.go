@@ -57,8 +57,8 @@ type NodeTimes struct {
 	// Registered: first seen without Karpenter's unregistered taint (Karpenter removes it when
 	// it registers the node; pods cannot schedule before).
 	Created, Ready, Registered time.Time
-	Group, Flavor  string
-	Gone           bool
+	Group, Flavor              string
+	Gone                       bool
 }
 
 func newTimeline() *Timeline {

@@ -196,6 +196,14 @@ func (s *Scenario) Deployment(name, pool string, replicas int32, cpu, memory str
 	return d
 }
 
+// OnDemand pins the NodePool to on-demand capacity, the only kind CKE sells. Without it,
+// Karpenter's replace consolidation asks for spot (see docs/e2e.md, known issues).
+func OnDemand(np *karpv1.NodePool) {
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+		Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand},
+	})
+}
+
 // OnePerNode spreads the Deployment's pods one per node (required anti-affinity on hostname).
 func OnePerNode(d *appsv1.Deployment) {
 	d.Spec.Template.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{

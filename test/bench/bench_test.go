@@ -1,0 +1,85 @@
+//go:build bench
+
+package bench
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestBench runs every scenario one after the other on one simulated CKE and writes the
+// report (BENCH_OUT, docs/bench with make bench). Knobs: BENCH_SCALE_PODS (1000),
+// BENCH_SCALE_TIMEOUT (5m), BENCH_GATE_PODS (300), BENCH_QUOTA_WINDOW (90s),
+// BENCH_CONSOLIDATION_QUIET (45s).
+func TestBench(t *testing.T) {
+	b := start(t)
+	out := outDir(t.TempDir())
+	defer b.write(t, out)
+	scalePods := envInt("BENCH_SCALE_PODS", 1000)
+	scaleTimeout := envDuration("BENCH_SCALE_TIMEOUT", 5*time.Minute)
+	gatePods := envInt("BENCH_GATE_PODS", 300)
+	quotaWindow := envDuration("BENCH_QUOTA_WINDOW", 90*time.Second)
+	quiet := envDuration("BENCH_CONSOLIDATION_QUIET", 45*time.Second)
+	b.Report.Verdicts = map[string]string{}
+	b.Report.Budgets = map[string]string{}
+
+	t.Run("single", func(t *testing.T) { b.Single(t, 2*time.Minute) })
+	t.Run("burst50", func(t *testing.T) { b.BurstAndConsolidation(t, quiet) })
+	t.Run("burst10", func(t *testing.T) {
+		r := b.Burst10(t)
+		b.Report.Verdicts["issue 8 burst (10 NodeClaims, acceptance 1 s, target ≤ 2 s)"] = fmt.Sprintf("first NodeClaim → last NodeGroup accepted %.3f s (%s)", r.Figures["firstClaimToLastAcceptedSeconds"], hitMiss(r.Figures["firstClaimToLastAcceptedSeconds"] <= 2 && r.Figures["firstClaimToLastAcceptedSeconds"] > 0))
+	})
+	t.Run("quota-learned", func(t *testing.T) {
+		r := b.QuotaEpisode(t, false, quotaWindow)
+		b.Report.Verdicts["issue 8 quota episode, quota learned (target ≤ 1 rejected)"] = quotaVerdict(r, quotaWindow)
+	})
+	t.Run("quota-configured", func(t *testing.T) {
+		r := b.QuotaEpisode(t, true, quotaWindow)
+		b.Report.Verdicts["issue 8 quota episode, quota configured (target 0 rejected)"] = quotaVerdict(r, quotaWindow)
+	})
+	var on, off *Result
+	t.Run("gate-reservedcapacity-on", func(t *testing.T) {
+		on = b.Scale(t, fmt.Sprintf("scale-%d-ReservedCapacity-on", gatePods), gatePods, scaleTimeout, nil)
+	})
+	t.Run("gate-reservedcapacity-off", func(t *testing.T) {
+		off = b.Scale(t, fmt.Sprintf("scale-%d-ReservedCapacity-off", gatePods), gatePods, scaleTimeout, map[string]string{"FEATURE_GATES": "NodeRepair=false,ReservedCapacity=false"})
+	})
+	if on != nil && off != nil {
+		b.Report.Verdicts["ReservedCapacity gate"] = gateVerdict(on, off)
+	}
+	t.Run("scale", func(t *testing.T) {
+		r := b.Scale(t, fmt.Sprintf("scale-%d", scalePods), scalePods, scaleTimeout, nil)
+		budgets(b.Report, r)
+	})
+}
+
+func hitMiss(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+func quotaVerdict(r *Result, window time.Duration) string {
+	return fmt.Sprintf("%d NodeGroups rejected by the quota engine over %s (%s); %g pods Running, %g Pending; steady state %gs after the pods were created",
+		r.Rejected, window, hitMiss(len(r.Misses) == 0), r.Figures["podsRunning"], r.Figures["podsPending"], r.Figures["timeToSteadyStateSeconds"])
+}
+
+func gateVerdict(on, off *Result) string {
+	f := func(r *Result) string {
+		return fmt.Sprintf("all pods bound %gs, all Running %gs, last NodeClaim %gs after the first pod; %.0f scheduling simulations taking %.2f s; controller %.1f CPU s, peak heap %.0f MB",
+			r.Figures["firstPodToAllBoundSeconds"], r.Figures["firstPodToAllRunningSeconds"], r.Figures["firstPodToLastNodeClaimSeconds"],
+			r.Footprint.SchedulingSimulations, r.Footprint.SchedulingSeconds, r.Footprint.CPUSeconds, r.Footprint.PeakHeapMB)
+	}
+	return fmt.Sprintf("on (core default): %s. off: %s. One run each on a shared machine: see the scenario sections for the full figures.", f(on), f(off))
+}
+
+// budgets compares the scale run with Karpenter's KWOK performance budgets.
+func budgets(rep *Report, r *Result) {
+	rep.Budgets["pods scheduled < 2 min"] = fmt.Sprintf("%d pods: last NodeClaim created %gs, every pod bound %gs, every pod Running %gs after the first pod was created (%s)",
+		r.Pods, r.Figures["firstPodToLastNodeClaimSeconds"], r.Figures["firstPodToAllBoundSeconds"], r.Figures["firstPodToAllRunningSeconds"],
+		hitMiss(len(r.Misses) == 0 && r.Figures["firstPodToAllBoundSeconds"] > 0 && r.Figures["firstPodToAllBoundSeconds"] < 120))
+	rep.Budgets["heap P95 < 120 MB"] = fmt.Sprintf("%.1f MB (peak %.1f MB) (%s)", r.Footprint.P95HeapMB, r.Footprint.PeakHeapMB, hitMiss(r.Footprint.P95HeapMB < 120))
+	rep.Budgets["average CPU < 0.5 cores"] = fmt.Sprintf("%.3f cores over the %gs window (%.1f CPU s) (%s)", r.Footprint.AvgCores, r.WallSeconds, r.Footprint.CPUSeconds, hitMiss(r.Footprint.AvgCores < 0.5))
+}

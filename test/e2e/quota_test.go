@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+)
+
+// quotaWindow is how long the suite watches demand above quota for retry storms.
+const quotaWindow = 60 * time.Second
+
+// 4. Organisation quota: room for two 2XS only (the two S control-plane nodes use 24 of 32 GB).
+// Four one-per-node pods: two run, two stay Pending; the refused groups are deleted, the
+// claims fail with InsufficientCapacity, and the create/reject cycles stay bounded while the
+// demand persists.
+func TestQuota(t *testing.T) {
+	s := env.Scenario(t)
+	// Karpenter core logs every InsufficientCapacity launch failure at error level.
+	s.AllowErrors(`failed launching nodeclaim.*Quota exceeded`,
+		// and every pod it cannot place while every flavor is marked unavailable.
+		`could not schedule pod.*all available instance types`)
+	env.Cluster.Operator().Configure(func(o *operator.Options) { o.QuotaRAMGB = 32 })
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, nil, time.Minute)
+	d := s.Deployment("overflow", pool.Name, 4, "1", "1Gi", harness.OnePerNode)
+
+	Eventually(func(g Gomega) {
+		g.Expect(s.EventsSince(cloudprovider.ReasonQuotaExceeded, "")).NotTo(BeEmpty(), "quota events")
+		g.Expect(s.EventsSince("InsufficientCapacityError", "")).NotTo(BeEmpty(), "InsufficientCapacity events")
+		n, _ := s.RunningPods(d)
+		g.Expect(n).To(Equal(2), "running pods")
+	}).WithTimeout(launchTimeout).WithPolling(500 * time.Millisecond).Should(Succeed())
+	ev := s.EventsSince(cloudprovider.ReasonQuotaExceeded, "")[0]
+	Expect(ev.Message).To(MatchRegexp(`Quota exceeded: RAM max: limit = 32\.0 GB \| actual = 36\.0 GB`))
+
+	rejected := func() float64 {
+		return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
+	}
+	start := time.Now()
+	first := rejected()
+	// While the demand persists: two pods Pending and unbound, no refused group left behind,
+	// exactly the two accepted groups.
+	Consistently(func(g Gomega) {
+		running, _ := s.RunningPods(d)
+		g.Expect(running).To(Equal(2))
+		pending := 0
+		for _, p := range s.Pods(d) {
+			if p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" {
+				pending++
+			}
+		}
+		g.Expect(pending).To(Equal(2), "pending pods")
+		groups := groupsOf(s, pool.Name)
+		accepted := 0
+		for _, gr := range groups {
+			if gr.Status.Phase == "Synced" {
+				accepted++
+			}
+		}
+		g.Expect(accepted).To(Equal(2), "accepted NodeGroups")
+		for _, gr := range groups {
+			if gr.Status.Phase == "QuotaExceeded" {
+				// A refused group may be seen between the verdict and the provider's delete,
+				// never after.
+				g.Expect(gr.DeletionTimestamp).NotTo(BeNil(), "refused NodeGroup %s not being deleted", gr.Name)
+			}
+		}
+	}).WithTimeout(quotaWindow).WithPolling(time.Second).Should(Succeed())
+	total := rejected()
+	t.Logf("quota: %.0f create/reject cycles before the window, %.0f in total after %s of demand above quota", first, total, time.Since(start).Round(time.Second))
+	// Each refused flavor stays unavailable for the rejection TTL (3 min): beyond the first
+	// burst (one per pending pod), no further cycle in the window.
+	Expect(total).To(BeNumerically("<=", 4), "create/reject cycles")
+	Expect(total - first).To(BeNumerically("<=", 2), "create/reject cycles during the window")
+	Expect(s.Metric("karpenter_clevercloud_nodegroup_quota_rejections_total", map[string]string{"resource": "RAM"})).To(Equal(total))
+}
