@@ -90,6 +90,29 @@ func (b *Bench) setup(t *testing.T, consolidateAfter time.Duration) (*harness.Sc
 	return s, pool
 }
 
+// restart restarts the controller with overrides and waits until it holds the leader lease
+// (controller-runtime's leader_election_master_status): until then it does nothing, and a
+// window opened earlier would measure the lease hand-over. Returns the wait for the lease.
+func (b *Bench) restart(t *testing.T, s *harness.Scenario, overrides map[string]string) time.Duration {
+	t.Helper()
+	s.RestartController(overrides)
+	began := time.Now()
+	err := harness.Poll(s.Ctx, 2*time.Minute, func() error {
+		v, err := b.Env.Controller().Metric("leader_election_master_status", nil)
+		if err != nil {
+			return err
+		}
+		if v < 1 {
+			return fmt.Errorf("the restarted controller does not hold the leader lease yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Since(began)
+}
+
 func (b *Bench) cost(t *testing.T, w *Window, r *Result) {
 	pods, err := livePods(context.Background(), b.Env.Client, w.s.Namespace)
 	if err != nil {
@@ -268,7 +291,7 @@ func barePod(ns, name, pool string, sh Shape) *corev1.Pod {
 func (b *Bench) Scale(t *testing.T, name string, n int, timeout time.Duration, overrides map[string]string) *Result {
 	s, pool := b.setup(t, 10*time.Minute)
 	b.LiftQuota()
-	s.RestartController(overrides)
+	lease := b.restart(t, s, overrides)
 	w := b.Open(s)
 	if err := b.CreatePods(s, pool.Name, n, ScaleShapes); err != nil {
 		t.Fatal(err)
@@ -281,6 +304,7 @@ func (b *Bench) Scale(t *testing.T, name string, n int, timeout time.Duration, o
 	}
 	r := w.Close(name, desc)
 	r.Env = overrides
+	r.Figures["leaseWaitAfterRestartSeconds"] = round3(lease.Seconds())
 	r.Figures["podCreationSeconds"] = round3(created.Sub(w.Start).Seconds())
 	w.TL.Read(func(tl *Timeline) {
 		var first, lastClaim, lastBound, lastRunning time.Time
@@ -401,7 +425,7 @@ func (b *Bench) QuotaEpisode(t *testing.T, configured bool, window time.Duration
 		name = "quota-episode-configured"
 	}
 	// A fresh controller: nothing learned from an earlier scenario.
-	s.RestartController(env)
+	lease := b.restart(t, s, env)
 	startMetric := func() float64 {
 		v, _ := b.Env.Controller().Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
 		return v
@@ -414,6 +438,7 @@ func (b *Bench) QuotaEpisode(t *testing.T, configured bool, window time.Duration
 	w.TL.WaitFor(s.Ctx, window, func(tl *Timeline) bool { return time.Now().After(deadline) })
 	r := w.Close(name, fmt.Sprintf("12 pods of 1 CPU / 1 Gi, organisation quota 40 vCPU / 40 GB, two S control-plane nodes (16 vCPU / 24 GB), quota %s, watched for %s", map[bool]string{true: "configured in the controller (40/40)", false: "not configured (learned from the first rejection)"}[configured], window))
 	r.Env = env
+	r.Figures["leaseWaitAfterRestartSeconds"] = round3(lease.Seconds())
 	r.Figures["rejectedByMetric"] = startMetric() - before
 	w.TL.Read(func(tl *Timeline) {
 		live, up := countRunning(tl)
@@ -470,7 +495,7 @@ func (b *Bench) QuotaEpisode(t *testing.T, configured bool, window time.Duration
 	b.Add(t, r)
 	if configured {
 		// Back to the bundle's environment for what follows.
-		s.RestartController(nil)
+		b.restart(t, s, nil)
 	}
 	return r
 }

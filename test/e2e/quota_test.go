@@ -77,6 +77,6 @@ func TestQuota(t *testing.T) {
 	// Each refused flavor stays unavailable for the rejection TTL (3 min): beyond the first
 	// burst (one per pending pod), no further cycle in the window.
 	Expect(total).To(BeNumerically("<=", 4), "create/reject cycles")
-	Expect(total - first).To(BeNumerically("<=", 2), "create/reject cycles during the window")
+	Expect(total-first).To(BeNumerically("<=", 2), "create/reject cycles during the window")
 	Expect(s.Metric("karpenter_clevercloud_nodegroup_quota_rejections_total", map[string]string{"resource": "RAM"})).To(Equal(total))
 }

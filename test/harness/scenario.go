@@ -406,6 +406,13 @@ func (s *Scenario) cleanup() {
 		_ = cl.List(ctx, pods, client.InNamespace(s.Namespace))
 		return pods.Items
 	}).WithTimeout(time.Minute).Should(gomega.BeEmpty(), "pods of the scenario")
+	for _, obj := range s.created {
+		if _, isGroup := obj.(*ngv1.NodeGroup); isGroup {
+			if err := cl.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				t.Errorf("cleanup: deleting NodeGroup %s: %v", obj.GetName(), err)
+			}
+		}
+	}
 	// Whatever the NodePools' deletion did not take down, Karpenter must, through its claims.
 	g := gomega.NewWithT(t)
 	ok := g.Eventually(func(g gomega.Gomega) {

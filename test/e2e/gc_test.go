@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+)
+
+// Garbage collection runs every minute (garbagecollection.DefaultPeriod) and spares groups
+// younger than 30 s.
+const gcTimeout = 3 * time.Minute
+
+// 8a. A NodeGroup that only looks managed (our labels, no owner reference: a hand-copied
+// manifest) is refused, loudly, and survives.
+func TestGarbageCollectionRefusesLookalike(t *testing.T) {
+	s := env.Scenario(t)
+	g := &ngv1.NodeGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-lookalike", Labels: map[string]string{
+			v1alpha1.LabelNodeClaim: "hand-copied", v1alpha1.LabelNodeClass: "default",
+		}},
+		Spec: ngv1.NodeGroupSpec{Flavor: "2XS", NodeCount: 1},
+	}
+	s.Create(g)
+	Eventually(func(g Gomega) {
+		g.Expect(s.EventsSince(garbagecollection.ReasonRefused, "e2e-lookalike")).NotTo(BeEmpty())
+		g.Expect(s.Metric("karpenter_clevercloud_nodegroup_garbage_collection_refused", map[string]string{"reason": "NoOwnerReference"})).To(BeNumerically(">=", 1))
+	}).WithTimeout(gcTimeout).WithPolling(time.Second).Should(Succeed())
+	got := &ngv1.NodeGroup{}
+	Expect(env.Client.Get(s.Ctx, client.ObjectKeyFromObject(g), got)).To(Succeed())
+	Expect(got.DeletionTimestamp).To(BeNil(), "the lookalike survives")
+	Expect(s.EventsSince(garbagecollection.ReasonReaped, "e2e-lookalike")).To(BeEmpty())
+	// Its node joined and is left alone too.
+	Eventually(func() error {
+		return env.Client.Get(s.Ctx, client.ObjectKey{Name: ngv1.NodeName(g.Name, 0)}, &corev1.Node{})
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// 8b. A managed group whose owner NodeClaim is gone is reaped, with its node.
+func TestGarbageCollectionReapsOrphan(t *testing.T) {
+	s := env.Scenario(t)
+	g := &ngv1.NodeGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-orphan", Labels: map[string]string{
+			v1alpha1.LabelNodeClaim: "e2e-orphan", v1alpha1.LabelNodeClass: "default",
+		}, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: "e2e-orphan",
+			UID: types.UID("00000000-0000-0000-0000-00000000dead"), BlockOwnerDeletion: ptr.To(true),
+		}}},
+		Spec: ngv1.NodeGroupSpec{Flavor: "2XS", NodeCount: 1},
+	}
+	s.Create(g)
+	Eventually(func(g Gomega) {
+		err := env.Client.Get(s.Ctx, client.ObjectKey{Name: "e2e-orphan"}, &ngv1.NodeGroup{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "orphan still there (%v)", err)
+		err = env.Client.Get(s.Ctx, client.ObjectKey{Name: ngv1.NodeName("e2e-orphan", 0)}, &corev1.Node{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "orphan's node still there (%v)", err)
+	}).WithTimeout(gcTimeout).WithPolling(time.Second).Should(Succeed())
+	ours := len(s.EventsSince(garbagecollection.ReasonReaped, "e2e-orphan"))
+	t.Logf("orphan reaped; by the provider's garbage collector: %v (otherwise by the kube-controller-manager's, which honours the dangling owner reference first)", ours > 0)
+}
+
+// 8c. A launched group that vanishes upstream before its node registers is fast-failed: the
+// claim is deleted (event, metric) and Karpenter relaunches, long before the 15-minute
+// registration timeout.
+func TestVanishedGroupFastFails(t *testing.T) {
+	s := env.Scenario(t)
+	env.Cluster.Operator().Configure(func(o *operator.Options) {
+		o.Faults = []operator.Fault{operator.FaultVanishAfterAccept}
+		o.VanishDelay = 500 * time.Millisecond
+		o.BootDelay = 5 * time.Second
+	})
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, nil, time.Minute)
+	d := s.Deployment("ghost", pool.Name, 1, "1", "1Gi")
+	start := time.Now()
+	Eventually(func(g Gomega) {
+		g.Expect(s.EventsSince(garbagecollection.ReasonFastFail, "")).NotTo(BeEmpty())
+	}).WithTimeout(gcTimeout).WithPolling(500 * time.Millisecond).Should(Succeed())
+	env.Cluster.Operator().Configure(func(o *operator.Options) { o.Faults = nil })
+	t.Logf("vanished group fast-failed %s after the pod was created", time.Since(start).Round(time.Second))
+	Expect(s.Metric("karpenter_clevercloud_nodegroup_vanished_total", map[string]string{"stage": "registration"})).To(BeNumerically(">=", 1))
+	s.WaitRunning(d, 1, gcTimeout)
+	claims, err := env.NodeClaims(s.Ctx, pool.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(claims).To(HaveLen(1))
+	Expect(claims[0].StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue()).To(BeTrue())
+}

@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+)
+
+// 9. The controller is SIGKILLed while a NodeGroup waits for its verdict, and restarted: the
+// claim converges on that same group, with no duplicate and no leak.
+func TestKilledMidLaunch(t *testing.T) {
+	s := env.Scenario(t)
+	env.Cluster.Operator().Configure(func(o *operator.Options) { o.AcceptDelay = 10 * time.Second })
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, nil, time.Minute)
+
+	w, err := env.Client.Watch(s.Ctx, &ngv1.NodeGroupList{}, client.MatchingLabels{karpv1.NodePoolLabelKey: pool.Name})
+	Expect(err).NotTo(HaveOccurred())
+	defer w.Stop()
+	var mu sync.Mutex
+	created := map[string]bool{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if g, ok := ev.Object.(*ngv1.NodeGroup); ok && ev.Type == watch.Added {
+				mu.Lock()
+				created[g.Name] = true
+				mu.Unlock()
+			}
+		}
+	}()
+
+	d := s.Deployment("phoenix", pool.Name, 1, "1", "1Gi")
+	var first ngv1.NodeGroup
+	Eventually(func(g Gomega) {
+		groups := groupsOf(s, pool.Name)
+		g.Expect(groups).To(HaveLen(1))
+		first = groups[0]
+	}).WithTimeout(launchTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	Expect(first.Status.Phase).To(BeEmpty(), "killed before the verdict")
+	Expect(env.Controller().Kill()).To(Succeed())
+	s.RestartController(nil)
+
+	s.WaitRunning(d, 1, 2*launchTimeout)
+	claims, err := env.NodeClaims(s.Ctx, pool.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(claims).To(HaveLen(1))
+	Expect(claims[0].Name).To(Equal(first.Name), "the claim launched before the kill converged")
+	groups := groupsOf(s, pool.Name)
+	Expect(groups).To(HaveLen(1))
+	Expect(groups[0].UID).To(Equal(first.UID), "the same NodeGroup, adopted")
+	mu.Lock()
+	defer mu.Unlock()
+	Expect(created).To(HaveLen(1), "NodeGroups ever created for the pool")
+}
+
+// 11. An invalid flavors overrides file does not crash-loop the controller: it runs on the
+// base catalogue, says so in a metric, and provisions.
+func TestInvalidOverrides(t *testing.T) {
+	s := env.Scenario(t)
+	s.AllowErrors(`(?i)overrides`)
+	path := filepath.Join(t.TempDir(), "flavors.yaml")
+	Expect(os.WriteFile(path, []byte("- name: XS\n  cpu: -6\n- name: 2XS\n  cpuu: 4\n"), 0o600)).To(Succeed())
+	s.RestartController(map[string]string{"FLAVORS_CONFIG_PATH": path})
+	t.Cleanup(func() { s.RestartController(nil) }) // runs before the scenario's cleanup
+	Expect(s.Metric("karpenter_clevercloud_catalog_overrides_valid", nil)).To(Equal(0.0))
+
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, nil, time.Minute)
+	d := s.Deployment("base", pool.Name, 1, "1", "1Gi")
+	s.WaitRunning(d, 1, launchTimeout)
+	Expect(flavors(groupsOf(s, pool.Name))).To(ConsistOf("2XS"))
+	Expect(env.Controller().Running()).To(BeTrue())
+}
