@@ -11,7 +11,7 @@ import (
 // TestBench runs every scenario one after the other on one simulated CKE and writes the
 // report (BENCH_OUT, docs/bench with make bench). Knobs: BENCH_SCALE_PODS (1000),
 // BENCH_SCALE_TIMEOUT (5m), BENCH_GATE_PODS (300), BENCH_QUOTA_WINDOW (90s),
-// BENCH_CONSOLIDATION_QUIET (45s).
+// BENCH_CONSOLIDATION_QUIET (60s).
 func TestBench(t *testing.T) {
 	b := start(t)
 	out := outDir(t.TempDir())
@@ -20,7 +20,7 @@ func TestBench(t *testing.T) {
 	scaleTimeout := envDuration("BENCH_SCALE_TIMEOUT", 5*time.Minute)
 	gatePods := envInt("BENCH_GATE_PODS", 300)
 	quotaWindow := envDuration("BENCH_QUOTA_WINDOW", 90*time.Second)
-	quiet := envDuration("BENCH_CONSOLIDATION_QUIET", 45*time.Second)
+	quiet := envDuration("BENCH_CONSOLIDATION_QUIET", 60*time.Second)
 	b.Report.Verdicts = map[string]string{}
 	b.Report.Budgets = map[string]string{}
 
@@ -28,7 +28,9 @@ func TestBench(t *testing.T) {
 	t.Run("burst50", func(t *testing.T) { b.BurstAndConsolidation(t, quiet) })
 	t.Run("burst10", func(t *testing.T) {
 		r := b.Burst10(t)
-		b.Report.Verdicts["issue 8 burst (10 NodeClaims, acceptance 1 s, target ≤ 2 s)"] = fmt.Sprintf("first NodeClaim → last NodeGroup accepted %.3f s (%s)", r.Figures["firstClaimToLastAcceptedSeconds"], hitMiss(r.Figures["firstClaimToLastAcceptedSeconds"] <= 2 && r.Figures["firstClaimToLastAcceptedSeconds"] > 0))
+		b.Report.Verdicts["issue 8 burst (10 NodeClaims, acceptance 1 s, target ≤ 2 s)"] = fmt.Sprintf("first NodeClaim → last NodeGroup accepted %.3f s (%s); of which first NodeClaim → last NodeGroup created (the provider's part) %.3f s, NodeGroup created → accepted %v s (simulated operator, configured delay 1 s)",
+			r.Figures["firstClaimToLastAcceptedSeconds"], hitMiss(r.Figures["firstClaimToLastAcceptedSeconds"] <= 2 && r.Figures["firstClaimToLastAcceptedSeconds"] > 0),
+			r.Figures["firstClaimToLastGroupCreatedSeconds"], r.Raw["groupCreatedToAcceptedSeconds"])
 	})
 	t.Run("quota-learned", func(t *testing.T) {
 		r := b.QuotaEpisode(t, false, quotaWindow)

@@ -178,7 +178,8 @@ const method = `## Method
 - **Cost bound.** Prices are the controller's own (` + "`karpenter_clevercloud_catalog_flavor_price_hourly`" + `,
   from the fake public price API); allocatable is what the simulated nodes report (memory − 100 Mi,
   110 pods). The bound is the cheapest multiset of the 6 flavors whose *summed* allocatable CPU,
-  memory and pod slots cover the pods' *summed* requests, solved exactly by branch and bound. It
+  memory and pod slots cover the *Running* pods' *summed* requests (pods left Pending, e.g. by the
+  quota, are not counted), solved exactly by branch and bound. It
   ignores bin-packing fragmentation (and anti-affinity), so no real fleet can be cheaper; a ratio of
   1.00 is optimal. The fleet is the accepted, live managed NodeGroups at the end of the window.
 `

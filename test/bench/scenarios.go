@@ -68,7 +68,8 @@ func countRunning(tl *Timeline) (live, up int) {
 	return live, up
 }
 
-// livePods lists the scenario's pods that are not being deleted.
+// livePods lists the scenario's Running pods that are not being deleted: the demand the
+// fleet serves.
 func livePods(ctx context.Context, c client.Client, ns string) ([]corev1.Pod, error) {
 	l := &corev1.PodList{}
 	if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
@@ -76,7 +77,7 @@ func livePods(ctx context.Context, c client.Client, ns string) ([]corev1.Pod, er
 	}
 	var out []corev1.Pod
 	for _, p := range l.Items {
-		if p.DeletionTimestamp == nil {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
 			out = append(out, p)
 		}
 	}
@@ -196,7 +197,11 @@ func (b *Bench) BurstAndConsolidation(t *testing.T, quiet time.Duration) (*Resul
 	}
 	scaled := time.Now()
 	settled := w2.TL.WaitFor(s.Ctx, 6*time.Minute, func(tl *Timeline) bool {
-		return running(down)(tl) && tl.quietSince(quiet) && tl.noneDeleting()
+		last := tl.lastFleetChange
+		if last.Before(scaled) {
+			last = scaled
+		}
+		return running(down)(tl) && time.Since(last) >= quiet && tl.noneDeleting()
 	})
 	var lastChange time.Time
 	w2.TL.Read(func(tl *Timeline) { lastChange = tl.lastFleetChange })

@@ -239,11 +239,6 @@ func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
 	}
 }
 
-// quietSince: no NodeClaim or NodeGroup change for d (locked).
-func (tl *Timeline) quietSince(d time.Duration) bool {
-	return time.Since(tl.lastFleetChange) >= d
-}
-
 // noneDeleting: no NodeClaim or NodeGroup is on its way out (locked).
 func (tl *Timeline) noneDeleting() bool {
 	for _, c := range tl.Claims {
