@@ -202,6 +202,8 @@ func (c *CloudProvider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*k
 		metrics.Vanished.WithLabelValues("acceptance").Inc()
 		c.recorder.Publish(nodeGroupVanished(claim, group.Name))
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q vanished before it was accepted", group.Name))
+	case nodegroup.Accepted:
+		c.quota.Accepted(group.Name)
 	case nodegroup.TimedOut:
 		log.FromContext(ctx).Info("no verdict from the node-group operator in time, proceeding; Karpenter's registration timeout is the backstop", "timeout", c.acceptanceTimeout)
 		c.recorder.Publish(acceptanceTimedOut(claim, group.Name, c.acceptanceTimeout))

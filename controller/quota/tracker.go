@@ -4,7 +4,13 @@
 //
 // The limit comes from the settings when the user knows it, else it is learned from the
 // platform's rejection messages ("limit = 40.0 GB"). A learned limit expires, so a quota raise
-// is picked up by one more attempt. Until a limit is known nothing is filtered.
+// is picked up by one more attempt.
+//
+// Until a limit is known, CKE's default quota is a provisional one: launches that fit it are
+// admitted concurrently, and a launch beyond it goes as a single probe — one at a time — so
+// an organisation whose quota was raised still grows, while one on the default quota gets at
+// most one rejection before the limit is learned. A provisional limit never hides flavors
+// from Karpenter; a configured or learned one does.
 package quota
 
 import (
@@ -17,6 +23,10 @@ import (
 
 // LearnedLimitTTL is how long a limit read from a rejection is trusted.
 const LearnedLimitTTL = 15 * time.Minute
+
+// DefaultLimit is CKE's default organisation quota, the provisional limit until the real one
+// is configured or learned.
+var DefaultLimit = Limit{CPU: 40, GB: 40}
 
 // ReservationTTL bounds how long an admitted launch holds headroom without its NodeGroup
 // showing up in the usage (a crashed Create must not leak headroom forever).
@@ -64,6 +74,10 @@ type Tracker struct {
 	usage        Usage
 	observed     map[string]bool // NodeGroups counted in usage
 	reservations map[string]reservation
+	// floor is a proven lower bound of the limit: the use at which a probe was accepted.
+	floor Usage
+	// probe is the launch admitted beyond the provisional limit, if any.
+	probe string
 }
 
 // NewTracker builds a tracker; configured fields that are zero are learned instead.
@@ -90,6 +104,19 @@ func (t *Tracker) limitLocked() Limit {
 	return l
 }
 
+// provisionalLocked is the limit launches are admitted against: the known limit where known,
+// else CKE's default raised to what accepted probes proved.
+func (t *Tracker) provisionalLocked() Limit {
+	l := t.limitLocked()
+	if l.CPU == 0 {
+		l.CPU = max(DefaultLimit.CPU, t.floor.CPU)
+	}
+	if l.GB == 0 {
+		l.GB = max(DefaultLimit.GB, t.floor.GB)
+	}
+	return l
+}
+
 // Learn records a limit read from a rejection ("CPU" or "RAM"). Configured limits win.
 func (t *Tracker) Learn(resource string, limit float64) {
 	if limit <= 0 {
@@ -104,6 +131,21 @@ func (t *Tracker) Learn(resource string, limit float64) {
 	case "RAM":
 		t.learnedGB = v
 	}
+	t.probe = ""
+	t.publishLocked()
+}
+
+// Accepted records that the platform accepted a launch. An accepted probe proves the limit
+// is at least the use it brought, which raises the provisional limit.
+func (t *Tracker) Accepted(group string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.probe != group {
+		return
+	}
+	t.probe = ""
+	used := t.usedLocked()
+	t.floor = Usage{CPU: max(t.floor.CPU, used.CPU), GB: max(t.floor.GB, used.GB)}
 	t.publishLocked()
 }
 
@@ -132,16 +174,28 @@ func (t *Tracker) Headroom() (Usage, bool) {
 const unbounded = int64(1) << 40
 
 func (t *Tracker) headroomLocked() (Usage, bool) {
-	l := t.limitLocked()
+	return t.headroomAgainst(t.limitLocked())
+}
+
+// usedLocked is the observed use plus live reservations.
+func (t *Tracker) usedLocked() Usage {
 	used := t.usage
 	now := t.clock.Now()
 	for name, r := range t.reservations {
 		if now.Sub(r.at) > ReservationTTL {
 			delete(t.reservations, name)
+			if t.probe == name {
+				t.probe = ""
+			}
 			continue
 		}
 		used = used.Add(r.usage)
 	}
+	return used
+}
+
+func (t *Tracker) headroomAgainst(l Limit) (Usage, bool) {
+	used := t.usedLocked()
 	h := Usage{CPU: unbounded, GB: unbounded}
 	if l.CPU > 0 {
 		h.CPU = l.CPU - used.CPU
@@ -166,9 +220,14 @@ func (t *Tracker) Admit(group string, u Usage) (bool, Usage) {
 	if t.observed[group] {
 		return true, Usage{} // already counted: an adopted group
 	}
-	h, _ := t.headroomLocked()
+	known := t.limitLocked()
+	h, _ := t.headroomAgainst(t.provisionalLocked())
 	if u.CPU > h.CPU || u.GB > h.GB {
-		return false, h
+		// Beyond a known limit: refused. Beyond the provisional one only: one probe at a time.
+		if (known.CPU > 0 && u.CPU > h.CPU) || (known.GB > 0 && u.GB > h.GB) || t.probe != "" {
+			return false, h
+		}
+		t.probe = group
 	}
 	t.reservations[group] = reservation{usage: u, at: t.clock.Now()}
 	t.publishLocked()
@@ -180,6 +239,9 @@ func (t *Tracker) Release(group string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.reservations, group)
+	if t.probe == group {
+		t.probe = ""
+	}
 	t.publishLocked()
 }
 

@@ -96,3 +96,37 @@ func TestReservationsEndWhenCountedReleasedOrStale(t *testing.T) {
 	h, _ = tr.Headroom()
 	g.Expect(h).To(Equal(quota.Usage{CPU: 32, GB: 28}), "a stale reservation stops holding headroom")
 }
+
+func TestBeyondTheDefaultQuotaOneProbeAtATime(t *testing.T) {
+	g := NewWithT(t)
+	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{})
+	tr.Observe(quota.Usage{CPU: 16, GB: 24}, nil) // two S control-plane nodes
+	m := quota.Usage{CPU: 10, GB: 16}
+
+	ok, _ := tr.Admit("first", m)
+	g.Expect(ok).To(BeTrue(), "fits CKE's default quota: admitted")
+	ok, _ = tr.Admit("probe", m)
+	g.Expect(ok).To(BeTrue(), "beyond the default quota: admitted as the probe")
+	ok, _ = tr.Admit("third", m)
+	g.Expect(ok).To(BeFalse(), "a second launch beyond the default waits for the probe's verdict")
+	_, known := tr.Headroom()
+	g.Expect(known).To(BeFalse(), "a provisional limit hides no flavor")
+
+	// The probe is accepted: the quota was raised, and the proven floor becomes the limit.
+	tr.Accepted("probe")
+	ok, _ = tr.Admit("third", m)
+	g.Expect(ok).To(BeTrue(), "the next launch beyond is the new probe")
+	ok, _ = tr.Admit("fourth", quota.Usage{CPU: 4, GB: 4})
+	g.Expect(ok).To(BeFalse())
+
+	// The new probe is refused: the limit is learned and now constrains.
+	tr.Release("third")
+	tr.Learn("RAM", 64)
+	h, known := tr.Headroom()
+	g.Expect(known).To(BeTrue())
+	g.Expect(h.GB).To(Equal(int64(64 - 24 - 16 - 16)))
+	ok, _ = tr.Admit("fifth", quota.Usage{CPU: 4, GB: 4})
+	g.Expect(ok).To(BeTrue())
+	ok, _ = tr.Admit("sixth", quota.Usage{CPU: 4, GB: 8})
+	g.Expect(ok).To(BeFalse(), "a known limit is never probed")
+}
