@@ -50,6 +50,14 @@ test: sim-bin ## Run every test: unit, integration on a real apiserver, simulato
 	go vet ./...
 	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) go test -count=1 -timeout 30m ./...
 
+.PHONY: e2e
+e2e: sim-bin ## Run the end-to-end suite only (the shipped bundle and binary on the simulated CKE).
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) go test -count=1 -timeout 30m -v ./test/e2e/
+
+.PHONY: demo
+demo: ## Tell the provider's story on the simulated CKE, then tear down (DEMO_FLAGS=--keep to explore).
+	go run ./sim/cmd/demo $(DEMO_FLAGS)
+
 .PHONY: help
 help:
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
