@@ -258,7 +258,17 @@ type Report struct {
 	Simulator map[string]string `json:"simulator"`
 	Results   []*Result         `json:"scenarios"`
 	Verdicts  map[string]string `json:"verdicts,omitempty"`
+	HotPaths  []HotPath         `json:"hotPaths,omitempty"`
 	Budgets   map[string]string `json:"budgets,omitempty"`
+}
+
+// HotPath is one Go benchmark of a path Karpenter calls on every scheduling loop.
+type HotPath struct {
+	Name        string  `json:"name"`
+	N           int     `json:"iterations"`
+	NsPerOp     float64 `json:"nsPerOp"`
+	BytesPerOp  int64   `json:"bytesPerOp"`
+	AllocsPerOp int64   `json:"allocsPerOp"`
 }
 
 // Add appends a result and logs its headline.

@@ -24,6 +24,7 @@ func TestBench(t *testing.T) {
 	b.Report.Verdicts = map[string]string{}
 	b.Report.Budgets = map[string]string{}
 
+	b.Report.HotPaths = runHotPaths()
 	t.Run("single", func(t *testing.T) { b.Single(t, 2*time.Minute) })
 	t.Run("burst50", func(t *testing.T) { b.BurstAndConsolidation(t, quiet) })
 	t.Run("burst10", func(t *testing.T) {

@@ -58,6 +58,13 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, "- **%s**: %s\n", k, r.Budgets[k])
 		}
 	}
+	if len(r.HotPaths) > 0 {
+		b.WriteString("\n## Hot paths (Go benchmarks, `go test -bench . ./test/bench`)\n\n| benchmark | ns/op | B/op | allocs/op | iterations |\n|---|---|---|---|---|\n")
+		for _, h := range r.HotPaths {
+			fmt.Fprintf(&b, "| %s | %.0f | %d | %d | %d |\n", h.Name, h.NsPerOp, h.BytesPerOp, h.AllocsPerOp, h.N)
+		}
+		b.WriteString("\nGetInstanceTypes: quota unknown (the catalogue's instance types returned as built); QuotaLimited: 40/40 configured, 16 vCPU / 24 GB used, L and XL rebuilt with unavailable offerings on every call; CatalogueSetLive: a price refresh rebuilding every instance type; LoadBundle: decoding out/crds.yaml and out/karpenter.yaml (the CUE rendering itself runs in `make generate`, not benchmarked here).\n")
+	}
 	b.WriteString("\n## Summary\n\n| scenario | pods running | pending→running p50 / p95 | overhead p50 / p95 | CPU s (avg cores) | peak RSS / heap MB | requests | fleet €/h | bound €/h | ratio | misses |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Results {
 		fleet, bound, ratio := "–", "–", "–"
