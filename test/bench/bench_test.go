@@ -4,6 +4,7 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -11,7 +12,7 @@ import (
 // TestBench runs every scenario one after the other on one simulated CKE and writes the
 // report (BENCH_OUT, docs/bench with make bench). Knobs: BENCH_SCALE_PODS (1000),
 // BENCH_SCALE_TIMEOUT (5m), BENCH_GATE_PODS (300), BENCH_QUOTA_WINDOW (90s),
-// BENCH_CONSOLIDATION_QUIET (60s).
+// BENCH_CONSOLIDATION_QUIET (60s), BENCH_CONSOLIDATION_SETTLE (2m).
 func TestBench(t *testing.T) {
 	b := start(t)
 	out := outDir(t.TempDir())
@@ -26,7 +27,15 @@ func TestBench(t *testing.T) {
 
 	b.Report.HotPaths = runHotPaths()
 	t.Run("single", func(t *testing.T) { b.Single(t, 2*time.Minute) })
-	t.Run("burst50", func(t *testing.T) { b.BurstAndConsolidation(t, quiet) })
+	settle := envDuration("BENCH_CONSOLIDATION_SETTLE", 2*time.Minute)
+	t.Run("burst50", func(t *testing.T) {
+		_, c := b.BurstAndConsolidation(t, quiet, settle, false)
+		b.Report.Verdicts["consolidation, capacity-type open"] = consolidationVerdict(c)
+	})
+	t.Run("burst50-on-demand", func(t *testing.T) {
+		_, c := b.BurstAndConsolidation(t, quiet, settle, true)
+		b.Report.Verdicts["consolidation, capacity-type on-demand required"] = consolidationVerdict(c)
+	})
 	t.Run("burst10", func(t *testing.T) {
 		r := b.Burst10(t)
 		b.Report.Verdicts["issue 8 burst (10 NodeClaims, acceptance 1 s, target ≤ 2 s)"] = fmt.Sprintf("first NodeClaim → last NodeGroup accepted %.3f s (%s); of which first NodeClaim → last NodeGroup created (the provider's part) %.3f s, NodeGroup created → accepted %v s (simulated operator, configured delay 1 s)",
@@ -55,6 +64,29 @@ func TestBench(t *testing.T) {
 		r := b.Scale(t, fmt.Sprintf("scale-%d", scalePods), scalePods, scaleTimeout, nil)
 		budgets(b.Report, r)
 	})
+}
+
+func consolidationVerdict(c *Result) string {
+	v := fmt.Sprintf("fleet %.4f → %.4f €/h (bound %.4f), last fleet change %gs after the scale-down, %g NodeClaims deleted, %g replacement NodeClaims never launched",
+		c.Figures["fleetHourlyBefore"], costOf(c), boundOf(c), c.Figures["scaleDownToLastFleetChangeSeconds"], c.Figures["nodeClaimsDeleted"], c.Figures["replacementNodeClaimsNeverLaunched"])
+	if len(c.Misses) > 0 {
+		v += "; " + strings.Join(c.Misses, "; ")
+	}
+	return v
+}
+
+func costOf(r *Result) float64 {
+	if r.Cost == nil {
+		return 0
+	}
+	return r.Cost.FleetHourly
+}
+
+func boundOf(r *Result) float64 {
+	if r.Cost == nil {
+		return 0
+	}
+	return r.Cost.Bound.CostHourly
 }
 
 func hitMiss(ok bool) string {

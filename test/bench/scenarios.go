@@ -169,8 +169,22 @@ func (b *Bench) Single(t *testing.T, timeout time.Duration) *Result {
 
 // BurstAndConsolidation: a mixed burst of 50 pods, then a scale-down to 10 and the
 // consolidation that follows. Two results.
-func (b *Bench) BurstAndConsolidation(t *testing.T, quiet time.Duration) (*Result, *Result) {
-	s, pool := b.setup(t, 20*time.Second)
+// With onDemand, the NodePool requires karpenter.sh/capacity-type=on-demand; otherwise it
+// leaves capacity-type open like the e2e suite's pools (and most users').
+func (b *Bench) BurstAndConsolidation(t *testing.T, quiet, settle time.Duration, onDemand bool) (*Result, *Result) {
+	s := b.Env.Scenario(t)
+	class := s.NodeClass("", nil)
+	var opts []harness.PoolOption
+	suffix := ""
+	if onDemand {
+		suffix = "-on-demand"
+		opts = append(opts, func(np *karpv1.NodePool) {
+			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+				Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand},
+			})
+		})
+	}
+	pool := s.NodePool("", class, nil, 20*time.Second, opts...)
 	b.LiftQuota()
 	w := b.Open(s)
 	var ds []*appsv1.Deployment
@@ -180,7 +194,7 @@ func (b *Bench) BurstAndConsolidation(t *testing.T, quiet time.Duration) (*Resul
 		total += int(sh.Replicas)
 	}
 	ok := w.TL.WaitFor(s.Ctx, 4*time.Minute, running(total))
-	burst := w.Close("burst-50", "mixed burst of 50 pods (10 each of 250m/256Mi, 500m/512Mi, 1/1Gi, 2/2Gi, 500m/3Gi), quota lifted, consolidateAfter 20s")
+	burst := w.Close("burst-50"+suffix, "mixed burst of 50 pods (10 each of 250m/256Mi, 500m/512Mi, 1/1Gi, 2/2Gi, 500m/3Gi), quota lifted, consolidateAfter 20s"+poolNote(onDemand))
 	if !ok {
 		burst.Misses = append(burst.Misses, "not every pod Running within 4m")
 	}
@@ -196,7 +210,7 @@ func (b *Bench) BurstAndConsolidation(t *testing.T, quiet time.Duration) (*Resul
 		down += 2
 	}
 	scaled := time.Now()
-	settled := w2.TL.WaitFor(s.Ctx, 6*time.Minute, func(tl *Timeline) bool {
+	settled := w2.TL.WaitFor(s.Ctx, settle, func(tl *Timeline) bool {
 		last := tl.lastFleetChange
 		if last.Before(scaled) {
 			last = scaled
@@ -205,10 +219,10 @@ func (b *Bench) BurstAndConsolidation(t *testing.T, quiet time.Duration) (*Resul
 	})
 	var lastChange time.Time
 	w2.TL.Read(func(tl *Timeline) { lastChange = tl.lastFleetChange })
-	cons := w2.Close("consolidation", fmt.Sprintf("the burst scaled down to 10 pods (2 of each shape); settled = every pod Running and no NodeClaim/NodeGroup change for %s", quiet))
+	cons := w2.Close("consolidation"+suffix, fmt.Sprintf("the burst scaled down to 10 pods (2 of each shape); settled = every pod Running and no NodeClaim/NodeGroup change for %s%s", quiet, poolNote(onDemand)))
 	cons.PodsRunning = down
 	if !settled {
-		cons.Misses = append(cons.Misses, "the fleet did not settle within 6m")
+		cons.Misses = append(cons.Misses, fmt.Sprintf("the fleet did not settle within %s", settle))
 	}
 	if lastChange.After(scaled) {
 		cons.Figures["scaleDownToLastFleetChangeSeconds"] = round3(lastChange.Sub(scaled).Seconds())
@@ -228,10 +242,46 @@ func (b *Bench) BurstAndConsolidation(t *testing.T, quiet time.Duration) (*Resul
 			}
 		}
 		cons.Figures["nodeClaimsDeleted"] = float64(deleted)
+		// Replacements that never launched: created after the scale-down, deleted without a
+		// NodeGroup (the provider's Create refused them).
+		failed := 0
+		for name, c := range tl.Claims {
+			if c.Created.After(scaled) && !c.Deleting.IsZero() && c.Launched.IsZero() && tl.Groups[name] == nil {
+				failed++
+			}
+		}
+		cons.Figures["replacementNodeClaimsNeverLaunched"] = float64(failed)
 	})
+	if lines := launchFailures(b.Env.Controller(), scaled); len(lines) > 0 {
+		cons.Extra = map[string]any{"launchFailures": len(lines), "launchFailureSample": lines[0]}
+	}
 	finish(s, cons)
 	b.Add(t, cons)
 	return burst, cons
+}
+
+func poolNote(onDemand bool) string {
+	if onDemand {
+		return "; NodePool requires karpenter.sh/capacity-type=on-demand"
+	}
+	return "; NodePool leaves karpenter.sh/capacity-type open"
+}
+
+// launchFailures are the controller's "failed launching nodeclaim" lines since t, with the
+// disruption commands' capacity types, shortened.
+func launchFailures(c *harness.Controller, since time.Time) []string {
+	var out []string
+	for _, l := range c.Lines() {
+		ts, _ := l.Fields["time"].(string)
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil || at.Before(since) {
+			continue
+		}
+		if l.Message == "failed launching nodeclaim" || l.Message == "failed terminating nodes while executing a disruption command" {
+			out = append(out, truncate(l.Message+": "+fmt.Sprint(l.Fields["error"]), 300))
+		}
+	}
+	return out
 }
 
 // CreatePods creates n bare pods in the scenario's namespace, cycling over shapes, from
