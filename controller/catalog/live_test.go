@@ -297,4 +297,3 @@ func BenchmarkNewCatalog(b *testing.B) {
 		}
 	}
 }
-

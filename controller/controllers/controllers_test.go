@@ -226,7 +226,6 @@ func TestLaunchedClaimWhoseGroupVanishedIsFastFailed(t *testing.T) {
 	g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(registered), registered)).To(Succeed(), "registered claims are core's to judge")
 }
 
-
 func TestQuotaUsageCountsControlPlaneAndEveryLiveGroup(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()

@@ -74,7 +74,7 @@ func Build(claim *karpv1.NodeClaim, class *v1alpha1.CleverNodeClass, flavor stri
 				v1alpha1.AnnotationNodeClassHashVersion: v1alpha1.NodeClassHashVersion,
 			},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion:         apis.Group+"/v1",
+				APIVersion:         apis.Group + "/v1",
 				Kind:               "NodeClaim",
 				Name:               claim.Name,
 				UID:                claim.UID,

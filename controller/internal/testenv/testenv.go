@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	karpapis "sigs.k8s.io/karpenter/pkg/apis"
 
-	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/crds"
+	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 )
 
