@@ -38,6 +38,7 @@ generate: ## Regenerate deepcopy, CRDs, schemas, the embedded catalogue and out/
 verify: generate ## Fail if generated files are stale.
 	@git diff --exit-code -- controller schema out flavors cue || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- controller schema out)" || { git status --porcelain -- controller schema out; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "unformatted Go files: run gofmt -w" >&2; exit 1; }
 
 ##@ Test
 
