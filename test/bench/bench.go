@@ -27,6 +27,9 @@ type Bench struct {
 	Env     *harness.Env
 	Sampler *Sampler
 	Report  *Report
+	// Out, when set, receives the report after every scenario, so that an interrupted run
+	// still leaves what it measured.
+	Out string
 }
 
 // Lifted is the quota the scenarios that are not about quota run with: out of the way.
@@ -274,6 +277,9 @@ type HotPath struct {
 // Add appends a result and logs its headline.
 func (b *Bench) Add(t *testing.T, r *Result) {
 	b.Report.Results = append(b.Report.Results, r)
+	if b.Out != "" {
+		b.write(t, b.Out)
+	}
 	t.Logf("%s: %d pods, %d running, pending→running p50 %.2fs p95 %.2fs, overhead p50 %.2fs, CPU %.1fs, peak RSS %.0f MB, %d requests",
 		r.Name, r.Pods, r.PodsRunning, r.PendingToRunning.P50, r.PendingToRunning.P95, r.Overhead.P50, r.Footprint.CPUSeconds, r.Footprint.PeakRSSMB, r.RequestsTotal)
 }

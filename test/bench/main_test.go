@@ -92,7 +92,7 @@ func outDir(def string) string {
 	return def
 }
 
-func (b *Bench) write(t *testing.T, dir string) {
+func (b *Bench) write(t testing.TB, dir string) {
 	t.Helper()
 	b.Report.Machine.LoadEnd = loadAvg()
 	b.Report.Machine.WallSeconds = time.Since(b.Report.Machine.Started).Round(time.Second).Seconds()

@@ -341,12 +341,16 @@ func barePod(ns, name, pool string, sh Shape) *corev1.Pod {
 	}
 }
 
-// Scale: n small pods at once with the quota lifted; the controller restarted first with
-// overrides (nil: the bundle's environment) so each run starts from the same state.
-func (b *Bench) Scale(t *testing.T, name string, n int, timeout time.Duration, overrides map[string]string) *Result {
+// Scale: n small pods at once with the quota lifted; with restart, the controller is
+// restarted first with overrides (nil: the bundle's environment) so each run starts from the
+// same state.
+func (b *Bench) Scale(t *testing.T, name string, n int, timeout time.Duration, restart bool, overrides map[string]string) *Result {
 	s, pool := b.setup(t, 10*time.Minute)
 	b.LiftQuota()
-	lease := b.restart(t, s, overrides)
+	var lease time.Duration
+	if restart {
+		lease = b.restart(t, s, overrides)
+	}
 	w := b.Open(s)
 	if err := b.CreatePods(s, pool.Name, n, ScaleShapes); err != nil {
 		t.Fatal(err)
@@ -359,7 +363,11 @@ func (b *Bench) Scale(t *testing.T, name string, n int, timeout time.Duration, o
 	}
 	r := w.Close(name, desc)
 	r.Env = overrides
-	r.Figures["leaseWaitAfterRestartSeconds"] = round3(lease.Seconds())
+	if restart {
+		r.Figures["leaseWaitAfterRestartSeconds"] = round3(lease.Seconds())
+	} else {
+		r.Notes = append(r.Notes, "the controller process of the previous scenario, not restarted")
+	}
 	r.Figures["podCreationSeconds"] = round3(created.Sub(w.Start).Seconds())
 	w.TL.Read(func(tl *Timeline) {
 		var first, lastClaim, lastBound, lastRunning time.Time
@@ -548,9 +556,5 @@ func (b *Bench) QuotaEpisode(t *testing.T, configured bool, window time.Duration
 	b.cost(t, w, r)
 	finish(s, r)
 	b.Add(t, r)
-	if configured {
-		// Back to the bundle's environment for what follows.
-		b.restart(t, s, nil)
-	}
 	return r
 }
