@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/load"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+)
+
+// Default public-beta rates, as the fake price API serves them.
+const (
+	vcpuRate = 0.00277777777
+	ramRate  = 0.00555555555
+)
+
+// flavorsOf returns the flavors of the pool's NodeGroups.
+func flavorsOf(s *harness.Scenario, pool string) []string {
+	groups, err := s.Env.PoolNodeGroups(s.Ctx, pool)
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, g := range groups {
+		if g.DeletionTimestamp == nil {
+			out = append(out, g.Spec.Flavor)
+		}
+	}
+	return out
+}
+
+// renderFlavorsConfig renders the bundle with flavors/pins.cue replaced by pins, the way
+// `cue export ./cue` does after a user edits that file, and returns the flavors ConfigMap's
+// file as the controller would mount it.
+func renderFlavorsConfig(t *testing.T, pins string) string {
+	t.Helper()
+	root := harness.ModuleRoot()
+	t.Setenv("CUE_REGISTRY", "none")
+	cfg := &load.Config{Dir: root, Overlay: map[string]load.Source{
+		filepath.Join(root, "flavors", "pins.cue"): load.FromString("package flavors\n\n#pins: " + pins + "\n"),
+	}}
+	insts := load.Instances([]string{"./cue"}, cfg)
+	Expect(insts).To(HaveLen(1))
+	Expect(insts[0].Err).NotTo(HaveOccurred())
+	v := cuecontext.New().BuildInstance(insts[0])
+	var objs []map[string]any
+	Expect(v.LookupPath(cue.ParsePath("appList")).Decode(&objs)).To(Succeed())
+	for _, o := range objs {
+		if o["kind"] != "ConfigMap" {
+			continue
+		}
+		var cm corev1.ConfigMap
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o, &cm)).To(Succeed())
+		if data, ok := cm.Data["flavors.yaml"]; ok {
+			path := filepath.Join(t.TempDir(), "flavors.yaml")
+			Expect(os.WriteFile(path, []byte(data), 0o600)).To(Succeed())
+			return path
+		}
+	}
+	t.Fatalf("the bundle rendered with pins %s has no flavors ConfigMap", pins)
+	return ""
+}
+
+// restoreController puts the controller back as the bundle ships it after the scenario.
+func restoreController(s *harness.Scenario) {
+	s.T.Cleanup(func() {
+		s.Env.Prices.Reset()
+		s.RestartController(nil)
+	})
+}
+
+// A pin in flavors/pins.cue, rendered into the bundle's ConfigMap, is the price the
+// controller decides with: M pinned below 2XS wins a pod that 2XS would have taken.
+func TestPinnedPriceInFlavorsDecidesTheFlavor(t *testing.T) {
+	s := env.Scenario(t)
+	restoreController(s)
+	path := renderFlavorsConfig(t, `[{name: "M", priceHourly: 0.02}]`)
+	s.RestartController(map[string]string{"FLAVORS_CONFIG_PATH": path})
+	Expect(s.Metric("karpenter_clevercloud_catalog_flavor_price_hourly", map[string]string{"flavor": "M"})).To(Equal(0.02))
+	Expect(s.Metric("karpenter_clevercloud_catalog_overrides_valid", nil)).To(Equal(1.0))
+
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, []string{"2XS", "M"}, time.Minute, harness.OnDemand)
+	d := s.Deployment("pinned", pool.Name, 1, "1", "1Gi")
+	s.WaitRunning(d, 1, launchTimeout)
+	Expect(flavorsOf(s, pool.Name)).To(ConsistOf("M"))
+}
+
+// A rate change on the public API reprices every flavor at the next refresh, and Karpenter
+// replaces the node with the new cheapest flavor. XS is pinned at 0.05 EUR/h; at the default
+// rates 2XS (0.0333) is cheaper, at a vCPU rate of 0.01 it costs 0.0622 and XS wins.
+func TestRateChangeReplacesTheNodeWithTheNewCheapestFlavor(t *testing.T) {
+	s := env.Scenario(t)
+	restoreController(s)
+	path := filepath.Join(t.TempDir(), "flavors.yaml")
+	Expect(os.WriteFile(path, []byte("- name: XS\n  priceHourly: 0.05\n"), 0o600)).To(Succeed())
+	s.RestartController(map[string]string{"FLAVORS_CONFIG_PATH": path, "PRICING_REFRESH_PERIOD": "5s"})
+
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, []string{"2XS", "XS"}, 5*time.Second, harness.OnDemand)
+	d := s.Deployment("repriced", pool.Name, 1, "1", "1Gi")
+	s.WaitRunning(d, 1, launchTimeout)
+	Expect(flavorsOf(s, pool.Name)).To(ConsistOf("2XS"))
+
+	s.Env.Prices.SetRates(0.01, ramRate)
+	Eventually(func() float64 {
+		return s.Metric("karpenter_clevercloud_catalog_flavor_price_hourly", map[string]string{"flavor": "2XS"})
+	}).WithTimeout(30 * time.Second).Should(Equal(0.0622))
+	Eventually(func(g Gomega) {
+		g.Expect(flavorsOf(s, pool.Name)).To(ConsistOf("XS"))
+		running, _ := s.RunningPods(d)
+		g.Expect(running).To(Equal(1))
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// With the price API down the controller starts, provisions on the embedded catalogue, and
+// says on the CleverNodeClass that prices are not current.
+func TestProvisionsWhileThePriceAPIIsDown(t *testing.T) {
+	s := env.Scenario(t)
+	s.AllowErrors(`refresh`, `price`)
+	restoreController(s)
+	s.Env.Prices.SetFault("error")
+	s.RestartController(nil)
+
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, []string{"2XS", "XS"}, time.Minute, harness.OnDemand)
+	d := s.Deployment("offline", pool.Name, 1, "1", "1Gi")
+	s.WaitRunning(d, 1, launchTimeout)
+	Expect(flavorsOf(s, pool.Name)).To(ConsistOf("2XS"))
+	Expect(s.Metric("karpenter_clevercloud_catalog_flavor_price_hourly", map[string]string{"flavor": "2XS"})).To(Equal(0.0333))
+	Eventually(func(g Gomega) {
+		got := &v1alpha1.CleverNodeClass{}
+		g.Expect(s.Env.Client.Get(s.Ctx, client.ObjectKeyFromObject(class), got)).To(Succeed())
+		cond := got.StatusConditions().Get(v1alpha1.ConditionPricesCurrent)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.IsFalse()).To(BeTrue(), "PricesCurrent=%s", cond.Status)
+		g.Expect(cond.Message).To(ContainSubstring("embedded catalogue"))
+		g.Expect(got.StatusConditions().Root().IsTrue()).To(BeTrue(), "stale prices never block provisioning")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// The shipped Deployment's pod passes the Pod Security "restricted" profile its namespace
+// enforces (server-side dry run: admission runs, nothing is created).
+func TestRestrictedPodSecurityAdmitsTheController(t *testing.T) {
+	g := NewWithT(t)
+	ns := &corev1.Namespace{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Name: harness.SystemNamespace}, ns)).To(Succeed())
+	g.Expect(ns.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
+
+	deploy := env.Bundle.Deployment
+	g.Expect(deploy).NotTo(BeNil())
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "pod-security-", Namespace: harness.SystemNamespace, Labels: deploy.Spec.Template.Labels},
+		Spec:       deploy.Spec.Template.Spec,
+	}
+	g.Expect(env.Client.Create(t.Context(), pod, client.DryRunAll)).To(Succeed())
+
+	// And the check can fail: a container that keeps its capabilities is refused.
+	bad := pod.DeepCopy()
+	bad.Spec.Containers[0].SecurityContext.Capabilities = nil
+	err := env.Client.Create(t.Context(), bad, client.DryRunAll)
+	g.Expect(err).To(MatchError(ContainSubstring("restricted")))
+}
