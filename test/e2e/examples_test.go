@@ -65,15 +65,13 @@ func TestExampleGeneralPurposeInflate(t *testing.T) {
 	}).WithTimeout(disruptTimeout).WithPolling(time.Second).Should(Succeed())
 }
 
-// 12b. examples/team-pool.yaml: a pod that tolerates the team taint and selects the team label
-// lands on an S (the pool allows S and M) that carries both.
+// 12b. examples/team-pool.yaml + examples/team-workload.yaml: the team's pod, which tolerates
+// the team taint and selects the team label, lands on an S (the pool allows S and M) that
+// carries both.
 func TestExampleTeamPool(t *testing.T) {
 	s := env.Scenario(t)
 	applyExample(s, "team-pool.yaml")
-	d := s.Deployment("team-job", "team-data", 1, "1", "1Gi", func(d *appsv1.Deployment) {
-		d.Spec.Template.Spec.NodeSelector = map[string]string{"example.com/team": "data"}
-		d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "example.com/team", Operator: corev1.TolerationOpEqual, Value: "data", Effect: corev1.TaintEffectNoSchedule}}
-	})
+	d := deploymentOf(applyExample(s, "team-workload.yaml"))
 	s.WaitRunning(d, 1, launchTimeout)
 	groups := groupsOf(s, "team-data")
 	Expect(flavors(groups)).To(ConsistOf("S"))
