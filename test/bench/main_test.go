@@ -72,7 +72,11 @@ func start(t *testing.T) *Bench {
 			if err := env.Stop(); err != nil {
 				fmt.Fprintln(os.Stderr, "bench: stopping:", err)
 			}
-			_ = os.RemoveAll(dir)
+			if os.Getenv("BENCH_KEEP") == "" {
+				_ = os.RemoveAll(dir)
+			} else {
+				fmt.Fprintln(os.Stderr, "bench: work dir (controller logs) kept in", dir)
+			}
 		}
 	})
 	if sharedErr != nil {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -131,14 +132,21 @@ func (b *Bench) cost(t *testing.T, w *Window, r *Result) {
 // finish records the unexpected error lines and lets the scenario's cleanup pass: the bench
 // reports controller errors, it does not fail on them.
 func finish(s *harness.Scenario, r *Result) {
-	for _, l := range s.ErrorLines() {
-		if len(r.Extra) == 0 {
+	// Distinct error messages (with their error field), counted.
+	counts := map[string]int{}
+	for _, raw := range s.ErrorLines() {
+		msg := raw
+		var m map[string]any
+		if json.Unmarshal([]byte(raw), &m) == nil {
+			msg = fmt.Sprintf("%v: %v", m["message"], m["error"])
+		}
+		counts[truncate(msg, 400)]++
+	}
+	if len(counts) > 0 {
+		if r.Extra == nil {
 			r.Extra = map[string]any{}
 		}
-		ex, _ := r.Extra["errorSamples"].([]string)
-		if len(ex) < 3 {
-			r.Extra["errorSamples"] = append(ex, truncate(l, 300))
-		}
+		r.Extra["controllerErrors"] = counts
 	}
 	s.AllowErrors(".")
 }
