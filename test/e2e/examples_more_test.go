@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+)
+
+// pendingWindow is how long pods that must not get a node are watched staying Pending.
+const pendingWindow = 20 * time.Second
+
+// nodeOf returns the node a pod runs on.
+func nodeOf(s *harness.Scenario, p corev1.Pod) *corev1.Node {
+	s.T.Helper()
+	n := &corev1.Node{}
+	Expect(env.Client.Get(s.Ctx, client.ObjectKey{Name: p.Spec.NodeName}, n)).To(Succeed())
+	return n
+}
+
+func flavorOf(n *corev1.Node) string { return n.Labels[corev1.LabelInstanceTypeStable] }
+
+// unscheduled counts a Deployment's pods that have no node.
+func unscheduled(s *harness.Scenario, d *appsv1.Deployment) int {
+	n := 0
+	for _, p := range s.Pods(d) {
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// karpenterPodMessages are the messages of Karpenter's FailedScheduling events on d's pods.
+func karpenterPodMessages(s *harness.Scenario, d *appsv1.Deployment) []string {
+	var out []string
+	pods := map[string]bool{}
+	for _, p := range s.Pods(d) {
+		pods[p.Name] = true
+	}
+	for _, ev := range s.EventsSince("FailedScheduling", "") {
+		if ev.InvolvedObject.Namespace == d.Namespace && pods[ev.InvolvedObject.Name] {
+			out = append(out, ev.Message)
+		}
+	}
+	return out
+}
+
+// poolsReady waits for NodePools to be Ready: Karpenter logs an error for a pending pod while
+// a freshly applied pool is not Ready yet.
+func poolsReady(s *harness.Scenario, names ...string) {
+	s.T.Helper()
+	Eventually(func(g Gomega) {
+		for _, n := range names {
+			np := &karpv1.NodePool{}
+			g.Expect(env.Client.Get(s.Ctx, client.ObjectKey{Name: n}, np)).To(Succeed())
+			g.Expect(np.StatusConditions().Root().IsTrue()).To(BeTrue(), "NodePool %s Ready: %+v", n, np.Status.Conditions)
+		}
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+}
+
+// raiseQuota gives the organisation room for the large flavors and tells the controller so.
+func raiseQuota(s *harness.Scenario) {
+	s.T.Helper()
+	env.Cluster.Operator().Configure(func(o *operator.Options) { o.QuotaCPU, o.QuotaRAMGB = 200, 200 })
+	s.RestartController(map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "200", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "200"})
+	s.T.Cleanup(func() { s.RestartController(nil) }) // runs before the scenario's cleanup
+}
+
+// 12c. The placement examples, applied as shipped on one cluster (the default pool's limits
+// raised so that its workloads fit together; each workload targets its own pool, so their
+// outcomes are independent):
+//   - weighted-pools.yaml + inflate.yaml (first, alone): inflate lands on weighted-high's S;
+//   - prefer-small.yaml: three 1 vCPU / 1500Mi pods on two 2XS, not one XS;
+//   - flavor-pinned.yaml: an M;
+//   - one-pod-per-node.yaml: three replicas on three distinct nodes;
+//   - large-instances.yaml: a 1 vCPU pod gets an L;
+//   - small-flavors.yaml: a pod needing 10Gi gets an S; one needing 9 vCPU (an M) stays Pending;
+//   - min-values.yaml: claims list ≥ 3 flavors with minValues 3, the node is a 2XS; a 9 vCPU
+//     pod (only M holds it) stays Pending;
+//   - cpu-limit.yaml: three 3 vCPU pods → two 2XS (8 vCPU), the third Pending, limit reported;
+//   - max-node-lifetime.yaml: its claim carries expireAfter 168h (expiry itself: TestExpireAfter).
+func TestExamplesPlacement(t *testing.T) {
+	s := env.Scenario(t)
+	// Karpenter core logs pods it cannot place at error level: the Pending probes below.
+	s.AllowErrors(`could not schedule pod`)
+	raiseQuota(s)
+	applyExample(s, "general-purpose.yaml")
+	// The workloads below share the default pool: general-purpose.yaml caps it at 16 vCPU /
+	// 16Gi (the default quota's headroom), less than they need together.
+	Eventually(func() error {
+		cur := &karpv1.NodePool{}
+		if err := env.Client.Get(s.Ctx, client.ObjectKey{Name: "default"}, cur); err != nil {
+			return err
+		}
+		cur.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("128Gi")}
+		return env.Client.Update(s.Ctx, cur)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+
+	// inflate may use any pool and any node with room: alone first, so that weights decide.
+	applyExample(s, "weighted-pools.yaml")
+	poolsReady(s, "default", "weighted-high", "weighted-low")
+	inflate := deploymentOf(applyExample(s, "inflate.yaml"))
+	s.Scale(inflate, 1)
+	inflateNode := nodeOf(s, s.WaitRunning(inflate, 1, launchTimeout)[0])
+	Expect(flavorOf(inflateNode)).To(Equal("S"), "weighted-pools: weighted-high's S")
+	Expect(inflateNode.Labels).To(HaveKeyWithValue(karpv1.NodePoolLabelKey, "weighted-high"))
+
+	// Then alone, so that no other workload's nodes can take its pods.
+	small := deploymentOf(applyExample(s, "prefer-small.yaml"))
+	pods := s.WaitRunning(small, 3, launchTimeout)
+	hosts := map[string]bool{}
+	for _, p := range pods {
+		Expect(flavorOf(nodeOf(s, p))).To(Equal("2XS"), "prefer-small pod %s", p.Name)
+		hosts[p.Spec.NodeName] = true
+	}
+	Expect(hosts).To(HaveLen(2), "prefer-small: two 2XS")
+
+	pinned := deploymentOf(applyExample(s, "flavor-pinned.yaml"))
+	spread := deploymentOf(applyExample(s, "one-pod-per-node.yaml"))
+	for _, f := range []string{"large-instances.yaml", "small-flavors.yaml", "min-values.yaml", "cpu-limit.yaml", "max-node-lifetime.yaml"} {
+		applyExample(s, f)
+	}
+	poolsReady(s, "large", "small", "flexible", "capped", "short-lived")
+	large := s.Deployment("large-probe", "large", 1, "1", "1Gi")
+	smallFit := s.Deployment("small-fit", "small", 1, "1", "10Gi")
+	smallTooBig := s.Deployment("small-too-big", "small", 1, "9", "1Gi")
+	flexible := s.Deployment("flexible-probe", "flexible", 1, "1", "1Gi")
+	flexibleTooBig := s.Deployment("flexible-too-big", "flexible", 1, "9", "1Gi")
+	capped := s.Deployment("capped-probe", "capped", 3, "3", "1Gi")
+	lifetime := s.Deployment("lifetime-probe", "short-lived", 1, "1", "1Gi")
+
+	Expect(flavorOf(nodeOf(s, s.WaitRunning(pinned, 1, launchTimeout)[0]))).To(Equal("M"), "flavor-pinned")
+	hosts = map[string]bool{}
+	for _, p := range s.WaitRunning(spread, 3, launchTimeout) {
+		hosts[p.Spec.NodeName] = true
+	}
+	Expect(hosts).To(HaveLen(3), "one-pod-per-node: three distinct nodes")
+	Expect(flavorOf(nodeOf(s, s.WaitRunning(large, 1, launchTimeout)[0]))).To(Equal("L"), "large-instances")
+	Expect(flavorOf(nodeOf(s, s.WaitRunning(smallFit, 1, launchTimeout)[0]))).To(Equal("S"), "small-flavors, 10Gi")
+	Expect(flavorOf(nodeOf(s, s.WaitRunning(flexible, 1, launchTimeout)[0]))).To(Equal("2XS"), "min-values")
+	s.WaitRunning(lifetime, 1, launchTimeout)
+	Eventually(func() int { n, _ := s.RunningPods(capped); return n }).WithTimeout(launchTimeout).Should(Equal(2), "cpu-limit: two 3 vCPU pods run")
+
+	for _, c := range mustClaims(s, "flexible") {
+		var req *karpv1.NodeSelectorRequirementWithMinValues
+		for i := range c.Spec.Requirements {
+			if c.Spec.Requirements[i].Key == corev1.LabelInstanceTypeStable {
+				req = &c.Spec.Requirements[i]
+			}
+		}
+		Expect(req).NotTo(BeNil(), "claim %s has an instance-type requirement", c.Name)
+		Expect(req.MinValues).To(HaveValue(Equal(3)), "claim %s", c.Name)
+		Expect(len(req.Values)).To(BeNumerically(">=", 3), "claim %s flavors %v", c.Name, req.Values)
+	}
+	for _, c := range mustClaims(s, "short-lived") {
+		Expect(c.Spec.ExpireAfter.Duration).To(HaveValue(Equal(168 * time.Hour)))
+	}
+
+	// What must not get a node stays Pending for the whole window.
+	Consistently(func(g Gomega) {
+		g.Expect(unscheduled(s, smallTooBig)).To(Equal(1), "small-flavors: 9 vCPU pod")
+		g.Expect(unscheduled(s, flexibleTooBig)).To(Equal(1), "min-values: 9 vCPU pod")
+		g.Expect(unscheduled(s, capped)).To(Equal(1), "cpu-limit: third pod")
+		g.Expect(mustClaims(s, "capped")).To(HaveLen(2), "cpu-limit: two nodes")
+		g.Expect(mustClaims(s, "small")).To(HaveLen(1))
+		g.Expect(mustClaims(s, "flexible")).To(HaveLen(1))
+	}).WithTimeout(pendingWindow).WithPolling(time.Second).Should(Succeed())
+	Expect(karpenterPodMessages(s, capped)).To(ContainElement(ContainSubstring("exceed limits for nodepool")), "cpu-limit reported")
+	Expect(karpenterPodMessages(s, flexibleTooBig)).To(ContainElement(ContainSubstring("minValues")), "min-values reported")
+	for _, c := range mustClaims(s, "capped") {
+		Expect(c.Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "2XS"))
+	}
+}
+
+// 12d. disruption-budgets.yaml and do-not-disrupt.yaml as shipped: the class of both pools
+// changes, so both nodes drift; the frozen pool's node (also empty) stays, with Karpenter's
+// budget event on the NodePool, and so does the node of the do-not-disrupt pod, with its
+// event on the node. Lifting the frozen budget lets its node go.
+func TestExamplesDisruptionControls(t *testing.T) {
+	s := env.Scenario(t)
+	applyExample(s, "general-purpose.yaml")
+	applyExample(s, "disruption-budgets.yaml")
+	poolsReady(s, "default", "frozen")
+	guarded := deploymentOf(applyExample(s, "do-not-disrupt.yaml"))
+	probe := s.Deployment("frozen-probe", "frozen", 1, "1", "1Gi")
+	guardedNode := s.WaitRunning(guarded, 1, launchTimeout)[0].Spec.NodeName
+	frozenNode := s.WaitRunning(probe, 1, launchTimeout)[0].Spec.NodeName
+	s.Scale(probe, 0)
+	Eventually(func() []corev1.Pod { return s.Pods(probe) }).WithTimeout(30 * time.Second).Should(BeEmpty())
+
+	Eventually(func() error {
+		cur := &v1alpha1.CleverNodeClass{}
+		if err := env.Client.Get(s.Ctx, client.ObjectKey{Name: "default"}, cur); err != nil {
+			return err
+		}
+		cur.Spec.Labels["team"] = "platform-2"
+		return env.Client.Update(s.Ctx, cur)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	Eventually(func(g Gomega) {
+		for _, c := range append(mustClaims(s, "frozen"), mustClaims(s, "default")...) {
+			g.Expect(c.StatusConditions().Get(karpv1.ConditionTypeDrifted).IsTrue()).To(BeTrue(), "claim %s Drifted", c.Name)
+		}
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+
+	Consistently(func(g Gomega) {
+		g.Expect(nodeIntact(s, frozenNode)).To(BeEmpty(), "frozen pool's node")
+		g.Expect(nodeIntact(s, guardedNode)).To(BeEmpty(), "do-not-disrupt pod's node")
+	}).WithTimeout(blockWindow).WithPolling(time.Second).Should(Succeed())
+	Expect(s.EventsSince("DisruptionBlocked", "frozen")).To(ContainElement(WithTransform(func(e corev1.Event) string { return e.Message },
+		ContainSubstring("due to blocking budget"))), "budget reported on the NodePool")
+	Expect(s.EventsSince("DisruptionBlocked", guardedNode)).To(ContainElement(WithTransform(func(e corev1.Event) string { return e.Message },
+		ContainSubstring("do-not-disrupt"))), "annotation reported on the node")
+	Expect(s.Pods(guarded)).To(ConsistOf(WithTransform(func(p corev1.Pod) string { return p.Spec.NodeName }, Equal(guardedNode))))
+
+	Eventually(func() error {
+		cur := &karpv1.NodePool{}
+		if err := env.Client.Get(s.Ctx, client.ObjectKey{Name: "frozen"}, cur); err != nil {
+			return err
+		}
+		cur.Spec.Disruption.Budgets = nil
+		return env.Client.Update(s.Ctx, cur)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	Eventually(func(g Gomega) {
+		err := env.Client.Get(s.Ctx, client.ObjectKey{Name: frozenNode}, &corev1.Node{})
+		g.Expect(err).To(HaveOccurred(), "the frozen pool's node goes once the budget is lifted")
+		g.Expect(nodeIntact(s, guardedNode)).To(BeEmpty(), "do-not-disrupt pod's node")
+	}).WithTimeout(disruptTimeout).WithPolling(time.Second).Should(Succeed())
+}
