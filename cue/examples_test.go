@@ -11,6 +11,7 @@ import (
 	"cuelang.org/go/cue"
 	cueerrors "cuelang.org/go/cue/errors"
 	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -57,6 +58,10 @@ func TestExamples(t *testing.T) {
 				refs[np.Name] = np.Spec.Template.Spec.NodeClassRef.Name
 			case "Deployment":
 				if err := strictJSON(js, &appsv1.Deployment{}); err != nil {
+					t.Errorf("%s[%d]: %v", f, i, err)
+				}
+			case "PodDisruptionBudget":
+				if err := strictJSON(js, &policyv1.PodDisruptionBudget{}); err != nil {
 					t.Errorf("%s[%d]: %v", f, i, err)
 				}
 			default:
