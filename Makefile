@@ -67,7 +67,7 @@ help:
 
 .PHONY: bench
 bench: sim-bin ## Run every benchmark scenario on the simulated CKE (< 15 min); writes docs/bench/.
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) BENCH_OUT=docs/bench go test -tags bench -count=1 -timeout 15m -run 'TestBench$$' -v ./test/bench
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) BENCH_OUT=docs/bench go test -tags bench -count=1 -timeout 20m -run 'TestBench$$' -v ./test/bench
 
 .PHONY: bench-smoke
 bench-smoke: sim-bin ## One tiny benchmark scenario (< 1 min), report in bin/bench-smoke/.

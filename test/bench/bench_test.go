@@ -12,7 +12,8 @@ import (
 // TestBench runs every scenario one after the other on one simulated CKE and writes the
 // report (BENCH_OUT, docs/bench with make bench). Knobs: BENCH_SCALE_PODS (1000),
 // BENCH_SCALE_TIMEOUT (5m), BENCH_GATE_PODS (200), BENCH_QUOTA_WINDOW (60s),
-// BENCH_CONSOLIDATION_QUIET (45s), BENCH_CONSOLIDATION_SETTLE (90s). The defaults
+// BENCH_CONSOLIDATION_QUIET (45s), BENCH_CONSOLIDATION_SETTLE (2m),
+// BENCH_CONSOLIDATION_SETTLE_OPEN (75s). The defaults
 // keep `make bench` under 15 minutes on a 2-core machine; the issue's 5-minute quota window is
 // BENCH_QUOTA_WINDOW=5m.
 func TestBench(t *testing.T) {
@@ -28,10 +29,17 @@ func TestBench(t *testing.T) {
 	b.Report.Budgets = map[string]string{}
 
 	b.Report.HotPaths = runHotPaths()
+	// Every scenario but the quota episodes and the as-shipped scale run: the quota lifted in
+	// the simulator and configured in the controller (see QuotaKnown).
+	b.Report.Simulator["controller quota setting"] = "CLEVER_CLOUD_QUOTA_CPU/MEMORY_GB=100000 (lifted, known) except where a scenario says otherwise"
+	b.RestartOutside(t, QuotaKnown)
 	t.Run("single", func(t *testing.T) { b.Single(t, 2*time.Minute) })
-	settle := envDuration("BENCH_CONSOLIDATION_SETTLE", 90*time.Second)
+	settle := envDuration("BENCH_CONSOLIDATION_SETTLE", 2*time.Minute)
+	// The open pool's replacements never launch (see the report), so it never settles: a
+	// shorter bound is enough to show it.
+	settleOpen := envDuration("BENCH_CONSOLIDATION_SETTLE_OPEN", 75*time.Second)
 	t.Run("burst50", func(t *testing.T) {
-		_, c := b.BurstAndConsolidation(t, quiet, settle, false)
+		_, c := b.BurstAndConsolidation(t, quiet, settleOpen, false)
 		b.Report.Verdicts["consolidation, capacity-type open"] = consolidationVerdict(c)
 	})
 	t.Run("burst50-on-demand", func(t *testing.T) {
@@ -52,21 +60,27 @@ func TestBench(t *testing.T) {
 		r := b.QuotaEpisode(t, true, quotaWindow)
 		b.Report.Verdicts["issue 8 quota episode, quota configured (target 0 rejected)"] = quotaVerdict(r, quotaWindow)
 	})
-	// Off first, then on (the bundle's environment), which the scale run keeps: one restart
-	// (and its lease wait) fewer.
+	// Off first, then on, which the first scale run keeps: one restart (and its lease wait)
+	// fewer. The quota is known to the controller in these three runs.
 	var on, off *Result
 	t.Run("gate-reservedcapacity-off", func(t *testing.T) {
-		off = b.Scale(t, fmt.Sprintf("scale-%d-ReservedCapacity-off", gatePods), gatePods, scaleTimeout, true, map[string]string{"FEATURE_GATES": "NodeRepair=false,ReservedCapacity=false"})
+		off = b.Scale(t, fmt.Sprintf("scale-%d-ReservedCapacity-off", gatePods), gatePods, scaleTimeout, true, With(QuotaKnown, map[string]string{"FEATURE_GATES": "NodeRepair=false,ReservedCapacity=false"}))
 	})
 	t.Run("gate-reservedcapacity-on", func(t *testing.T) {
-		on = b.Scale(t, fmt.Sprintf("scale-%d-ReservedCapacity-on", gatePods), gatePods, scaleTimeout, true, nil)
+		on = b.Scale(t, fmt.Sprintf("scale-%d-ReservedCapacity-on", gatePods), gatePods, scaleTimeout, true, QuotaKnown)
 	})
 	if on != nil && off != nil {
 		b.Report.Verdicts["ReservedCapacity gate"] = gateVerdict(on, off)
 	}
 	t.Run("scale", func(t *testing.T) {
-		r := b.Scale(t, fmt.Sprintf("scale-%d", scalePods), scalePods, scaleTimeout, false, nil)
-		budgets(b.Report, r)
+		r := b.Scale(t, fmt.Sprintf("scale-%d", scalePods), scalePods, scaleTimeout, false, QuotaKnown)
+		budgets(b.Report, r, "quota known")
+	})
+	// As shipped: the bundle's environment, quota not configured, so beyond CKE's default
+	// 40 vCPU / 40 GB the controller probes one launch at a time until it has proven room.
+	t.Run("scale-as-shipped", func(t *testing.T) {
+		r := b.Scale(t, fmt.Sprintf("scale-%d-as-shipped", scalePods), scalePods, scaleTimeout, true, nil)
+		budgets(b.Report, r, "as shipped, quota not configured")
 	})
 }
 
@@ -115,10 +129,10 @@ func gateVerdict(on, off *Result) string {
 }
 
 // budgets compares the scale run with Karpenter's KWOK performance budgets.
-func budgets(rep *Report, r *Result) {
-	rep.Budgets["pods scheduled < 2 min"] = fmt.Sprintf("%d pods: last NodeClaim created %gs, every pod bound %gs, every pod Running %gs after the first pod was created (%s)",
+func budgets(rep *Report, r *Result, variant string) {
+	rep.Budgets["pods scheduled < 2 min ("+variant+")"] = fmt.Sprintf("%d pods: last NodeClaim created %gs, every pod bound %gs, every pod Running %gs after the first pod was created (%s)",
 		r.Pods, r.Figures["firstPodToLastNodeClaimSeconds"], r.Figures["firstPodToAllBoundSeconds"], r.Figures["firstPodToAllRunningSeconds"],
 		hitMiss(len(r.Misses) == 0 && r.Figures["firstPodToAllBoundSeconds"] > 0 && r.Figures["firstPodToAllBoundSeconds"] < 120))
-	rep.Budgets["heap P95 < 120 MB"] = fmt.Sprintf("%.1f MB (peak %.1f MB) (%s)", r.Footprint.P95HeapMB, r.Footprint.PeakHeapMB, hitMiss(r.Footprint.P95HeapMB < 120))
-	rep.Budgets["average CPU < 0.5 cores"] = fmt.Sprintf("%.3f cores over the %gs window (%.1f CPU s) (%s)", r.Footprint.AvgCores, r.WallSeconds, r.Footprint.CPUSeconds, hitMiss(r.Footprint.AvgCores < 0.5))
+	rep.Budgets["heap P95 < 120 MB ("+variant+")"] = fmt.Sprintf("%.1f MB (peak %.1f MB) (%s)", r.Footprint.P95HeapMB, r.Footprint.PeakHeapMB, hitMiss(r.Footprint.P95HeapMB < 120))
+	rep.Budgets["average CPU < 0.5 cores ("+variant+")"] = fmt.Sprintf("%.3f cores over the %gs window (%.1f CPU s) (%s)", r.Footprint.AvgCores, r.WallSeconds, r.Footprint.CPUSeconds, hitMiss(r.Footprint.AvgCores < 0.5))
 }

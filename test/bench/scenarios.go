@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -98,8 +99,48 @@ func (b *Bench) setup(t *testing.T, consolidateAfter time.Duration) (*harness.Sc
 func (b *Bench) restart(t *testing.T, s *harness.Scenario, overrides map[string]string) time.Duration {
 	t.Helper()
 	s.RestartController(overrides)
+	d, err := b.waitLeader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// RestartOutside restarts the controller between scenarios (the next Scenario checks the new
+// process's log) and waits for it to lead.
+func (b *Bench) RestartOutside(t *testing.T, overrides map[string]string) time.Duration {
+	t.Helper()
+	if err := b.Env.RestartController(context.Background(), overrides); err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.waitLeader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// QuotaKnown tells the controller the lifted quota (CLEVER_CLOUD_QUOTA_*), so that scenarios
+// that are not about the quota do not measure its provisional-limit probing.
+var QuotaKnown = map[string]string{
+	"CLEVER_CLOUD_QUOTA_CPU":       strconv.Itoa(Lifted),
+	"CLEVER_CLOUD_QUOTA_MEMORY_GB": strconv.Itoa(Lifted),
+}
+
+// With merges maps, later ones winning.
+func With(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (b *Bench) waitLeader() (time.Duration, error) {
 	began := time.Now()
-	err := harness.Poll(s.Ctx, 2*time.Minute, func() error {
+	err := harness.Poll(context.Background(), 2*time.Minute, func() error {
 		v, err := b.Env.Controller().Metric("leader_election_master_status", nil)
 		if err != nil {
 			return err
@@ -109,10 +150,7 @@ func (b *Bench) restart(t *testing.T, s *harness.Scenario, overrides map[string]
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return time.Since(began)
+	return time.Since(began), err
 }
 
 func (b *Bench) cost(t *testing.T, w *Window, r *Result) {
