@@ -200,6 +200,9 @@ func (c *Cluster) startOperator(opts Options, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The platform judges each group on its own; client-go's default 5 QPS would make the
+	// simulator accept a burst one group at a time and blame the provider for it.
+	cfg.QPS, cfg.Burst = 200, 400
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 c.scheme,
 		Logger:                 log,

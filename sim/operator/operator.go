@@ -166,7 +166,7 @@ func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 			return nil
 		})).
 		// Several simulated clusters may live in one test process.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: ptr.To(true)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 16, SkipNameValidation: ptr.To(true)}).
 		Complete(o)
 }
 
