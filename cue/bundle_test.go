@@ -295,6 +295,7 @@ func TestEnvDefaultsMatchController(t *testing.T) {
 	s := loadSettings(t, env)
 	want := settings.Defaults()
 	want.Pricing.Enabled = true // values.BundleDefaults
+	want.FeatureGates = values.BundleDefaults["featureGates"].(string)
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("controller settings from the Deployment:\n%+v\nwant\n%+v", s, want)
 	}
