@@ -47,9 +47,17 @@ sim-bin: ## Build the simulated CKE's pinned Kubernetes binaries (cached by pin)
 	@./sim/tools/build.sh >/dev/null
 
 .PHONY: test
-test: sim-bin ## Run every test: unit, integration on a real apiserver, simulator.
+test: sim-bin ## Run every test: unit, integration on a real apiserver, simulator, e2e, brief fuzzing.
 	go vet ./...
 	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) go test -count=1 -timeout 30m ./...
+	$(MAKE) fuzz FUZZTIME=10s
+
+FUZZTIME ?= 2m
+.PHONY: fuzz
+fuzz: ## Fuzz the price-API decoders and the quota-message parser (FUZZTIME each; CI runs 10s).
+	go test -run '^$$' -fuzz '^FuzzDecodeProduct$$' -fuzztime $(FUZZTIME) ./controller/pricing/pricedoc
+	go test -run '^$$' -fuzz '^FuzzDecodePriceSystem$$' -fuzztime $(FUZZTIME) ./controller/pricing/pricedoc
+	go test -run '^$$' -fuzz '^FuzzParseQuotaMessage$$' -fuzztime $(FUZZTIME) ./controller/nodegroup
 
 .PHONY: e2e
 e2e: sim-bin ## Run the end-to-end suite only (the shipped bundle and binary on the simulated CKE).
