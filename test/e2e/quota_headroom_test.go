@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+)
+
+// Issue 8: with CKE's default quota (40 vCPU / 40 GB, two S control-plane nodes using 16 / 24)
+// and no quota configured, a pod only an XL fits costs one refused NodeGroup — the probe that
+// teaches the limit — and never blocks a small pod that fits: the 2XS launches and runs while
+// the XL pod stays Pending.
+func TestRefusedXLDoesNotBlockAFitting2XS(t *testing.T) {
+	s := env.Scenario(t)
+	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom|no available flavor)`,
+		`could not schedule pod`)
+	// The learned limit and the refusal memory outlive the scenario in the controller's
+	// memory; start the next scenario from a fresh controller.
+	s.T.Cleanup(func() { s.RestartController(nil) })
+	rejected := func() float64 {
+		return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
+	}
+	before := rejected()
+
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, nil, time.Minute, harness.OnDemand)
+	big := s.Deployment("xl", pool.Name, 1, "13", "1Gi") // 13 vCPU: only an XL fits
+	Eventually(func(g Gomega) {
+		g.Expect(s.EventsSince(cloudprovider.ReasonQuotaExceeded, "")).NotTo(BeEmpty())
+	}).WithTimeout(launchTimeout).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+	small := s.Deployment("small", pool.Name, 1, "1", "1Gi")
+	s.WaitRunning(small, 1, launchTimeout)
+	Expect(flavorsOf(s, pool.Name)).To(ContainElement("2XS"))
+
+	// The XL pod stays Pending, and no second XL is ever sent to the quota engine.
+	Consistently(func(g Gomega) {
+		for _, p := range s.Pods(big) {
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodPending))
+			g.Expect(p.Spec.NodeName).To(BeEmpty())
+		}
+		g.Expect(flavorsOf(s, pool.Name)).NotTo(ContainElement("XL"))
+	}).WithTimeout(20 * time.Second).WithPolling(time.Second).Should(Succeed())
+	Expect(rejected() - before).To(Equal(1.0), "refused NodeGroups: only the probe that taught the limit")
+	Expect(s.Metric("karpenter_clevercloud_quota_limit", map[string]string{"resource": "memory_gb"})).To(Equal(40.0))
+}
+
+// Issue 8: with the quota configured, a pod that does not fit the headroom waits without a
+// single NodeGroup being refused, and capacity freed by another pool is used within seconds.
+func TestFreedQuotaIsUsedWithinSeconds(t *testing.T) {
+	s := env.Scenario(t)
+	s.AllowErrors(`could not schedule pod`, `failed launching nodeclaim.*headroom`)
+	s.T.Cleanup(func() { s.RestartController(nil) })
+	s.RestartController(map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "40", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "40"})
+	rejected := func() float64 {
+		return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
+	}
+
+	class := s.NodeClass("", nil)
+	// 16 vCPU / 24 GB of 40 / 40 are the control plane's: an M (10 / 16) takes every GB left.
+	holder := s.NodePool("-holder", class, []string{"M"}, 5*time.Second, harness.OnDemand)
+	waiter := s.NodePool("-waiter", class, []string{"2XS"}, time.Minute, harness.OnDemand)
+	a := s.Deployment("holder", holder.Name, 1, "9", "10Gi")
+	s.WaitRunning(a, 1, launchTimeout)
+	b := s.Deployment("waiter", waiter.Name, 1, "1", "1Gi")
+	Eventually(func(g Gomega) {
+		g.Expect(s.EventsSince(cloudprovider.ReasonQuotaLimited, "")).NotTo(BeEmpty())
+	}).WithTimeout(launchTimeout).WithPolling(time.Second).Should(Succeed())
+	Consistently(func(g Gomega) {
+		g.Expect(flavorsOf(s, waiter.Name)).To(BeEmpty())
+	}).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
+
+	// The holder's pod goes; its M is consolidated away; the waiter launches a 2XS soon after.
+	s.Scale(a, 0)
+	var freed time.Time
+	Eventually(func() []string { return flavorsOf(s, holder.Name) }).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(BeEmpty())
+	Eventually(func() bool {
+		groups, err := s.Env.PoolNodeGroups(s.Ctx, holder.Name)
+		Expect(err).NotTo(HaveOccurred())
+		return len(groups) == 0
+	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(BeTrue())
+	freed = time.Now()
+	Eventually(func() []string { return flavorsOf(s, waiter.Name) }).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(ConsistOf("2XS"))
+	t.Logf("quota freed → waiting pool's NodeGroup created: %s", time.Since(freed).Round(100*time.Millisecond))
+	Expect(time.Since(freed)).To(BeNumerically("<", 30*time.Second))
+	s.WaitRunning(b, 1, launchTimeout)
+	Expect(rejected()).To(Equal(0.0), "a known quota is never probed")
+}
