@@ -19,9 +19,10 @@ func TestRefusedXLDoesNotBlockAFitting2XS(t *testing.T) {
 	s := env.Scenario(t)
 	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom|no available flavor)`,
 		`could not schedule pod`)
-	// The learned limit and the refusal memory outlive the scenario in the controller's
-	// memory; start the next scenario from a fresh controller.
+	// Learned limits and refusal memory live in the controller's memory: start from a fresh
+	// controller that knows no quota, and leave a fresh one to the next scenario.
 	s.T.Cleanup(func() { s.RestartController(nil) })
+	s.RestartController(nil)
 	rejected := func() float64 {
 		return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
 	}
