@@ -47,7 +47,7 @@ func TestRefusedXLDoesNotBlockAFitting2XS(t *testing.T) {
 		}
 		g.Expect(flavorsOf(s, pool.Name)).NotTo(ContainElement("XL"))
 	}).WithTimeout(20 * time.Second).WithPolling(time.Second).Should(Succeed())
-	Expect(rejected() - before).To(Equal(1.0), "refused NodeGroups: only the probe that taught the limit")
+	Expect(rejected()-before).To(Equal(1.0), "refused NodeGroups: only the probe that taught the limit")
 	Expect(s.Metric("karpenter_clevercloud_quota_limit", map[string]string{"resource": "memory_gb"})).To(Equal(40.0))
 }
 
