@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"github.com/onsi/gomega"
 	"os"
 	"testing"
 	"time"
@@ -60,29 +61,13 @@ func run(m *testing.M) int {
 // eventually polls check until it returns nil or the deadline passes.
 func eventually(t *testing.T, timeout time.Duration, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	gomega.NewWithT(t).Eventually(check).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(gomega.Succeed())
 }
 
 // consistently fails if check returns an error at any poll during d.
 func consistently(t *testing.T, d time.Duration, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := check(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	gomega.NewWithT(t).Consistently(check).WithTimeout(d).WithPolling(100 * time.Millisecond).Should(gomega.Succeed())
 }
 
 // configure changes the operator's options for one test.

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"github.com/onsi/gomega"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,17 +31,8 @@ func TestStopLeavesNoProcess(t *testing.T) {
 	if err := cp.Stop(); err != nil {
 		t.Fatalf("stopping: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := processesMentioning(t, markers)
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes left after Stop: %v", left)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	gomega.NewWithT(t).Eventually(func() map[string]string { return processesMentioning(t, markers) }).
+		WithTimeout(10*time.Second).WithPolling(100*time.Millisecond).Should(gomega.BeEmpty(), "processes left after Stop")
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("work folder %s not removed: %v", dir, err)
 	}
