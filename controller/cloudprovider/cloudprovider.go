@@ -154,8 +154,7 @@ func (c *CloudProvider) size(flavor string) quota.Usage {
 }
 
 func (c *CloudProvider) fits(flavor string, headroom quota.Usage) bool {
-	u := c.size(flavor)
-	return u.CPU <= headroom.CPU && u.GB <= headroom.GB
+	return c.size(flavor).FitsIn(headroom)
 }
 
 // Create implements cloudprovider.CloudProvider.

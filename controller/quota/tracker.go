@@ -44,6 +44,9 @@ func (u Usage) Add(o Usage) Usage { return Usage{u.CPU + o.CPU, u.GB + o.GB} }
 // Sub returns u − o.
 func (u Usage) Sub(o Usage) Usage { return Usage{u.CPU - o.CPU, u.GB - o.GB} }
 
+// FitsIn says whether u fits within headroom h, in both resources.
+func (u Usage) FitsIn(h Usage) bool { return u.CPU <= h.CPU && u.GB <= h.GB }
+
 func (u Usage) String() string { return fmt.Sprintf("%d vCPU / %d GB", u.CPU, u.GB) }
 
 // Limit is the quota; a zero field is unknown and does not constrain.
@@ -206,12 +209,6 @@ func (t *Tracker) headroomAgainst(l Limit) (Usage, bool) {
 	return h, l.CPU > 0 || l.GB > 0
 }
 
-// Fits says whether a launch of that size fits the current headroom.
-func (t *Tracker) Fits(u Usage) bool {
-	h, _ := t.Headroom()
-	return u.CPU <= h.CPU && u.GB <= h.GB
-}
-
 // Admit reserves headroom for a launch, atomically with the check, so concurrent launches
 // never overcommit the quota together. It returns false with the headroom when it does not fit.
 func (t *Tracker) Admit(group string, u Usage) (bool, Usage) {
@@ -222,7 +219,7 @@ func (t *Tracker) Admit(group string, u Usage) (bool, Usage) {
 	}
 	known := t.limitLocked()
 	h, _ := t.headroomAgainst(t.provisionalLocked())
-	if u.CPU > h.CPU || u.GB > h.GB {
+	if !u.FitsIn(h) {
 		// Beyond a known limit: refused. Beyond the provisional one only: one probe at a time.
 		if (known.CPU > 0 && u.CPU > h.CPU) || (known.GB > 0 && u.GB > h.GB) || t.probe != "" {
 			return false, h

@@ -16,9 +16,9 @@ func TestUnknownLimitConstrainsNothing(t *testing.T) {
 	g := NewWithT(t)
 	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{})
 	tr.Observe(quota.Usage{CPU: 1000, GB: 1000}, nil)
-	_, known := tr.Headroom()
+	h, known := tr.Headroom()
 	g.Expect(known).To(BeFalse())
-	g.Expect(tr.Fits(quota.Usage{CPU: 16, GB: 32})).To(BeTrue())
+	g.Expect(quota.Usage{CPU: 16, GB: 32}.FitsIn(h)).To(BeTrue())
 }
 
 func TestConfiguredLimitGivesHeadroom(t *testing.T) {
@@ -28,8 +28,8 @@ func TestConfiguredLimitGivesHeadroom(t *testing.T) {
 	h, known := tr.Headroom()
 	g.Expect(known).To(BeTrue())
 	g.Expect(h).To(Equal(quota.Usage{CPU: 24, GB: 16}))
-	g.Expect(tr.Fits(quota.Usage{CPU: 10, GB: 16})).To(BeTrue(), "M fits exactly")
-	g.Expect(tr.Fits(quota.Usage{CPU: 12, GB: 24})).To(BeFalse(), "L does not")
+	g.Expect(quota.Usage{CPU: 10, GB: 16}.FitsIn(h)).To(BeTrue(), "M fits exactly")
+	g.Expect(quota.Usage{CPU: 12, GB: 24}.FitsIn(h)).To(BeFalse(), "L does not")
 }
 
 func TestLearnedLimitExpiresAndConfiguredWins(t *testing.T) {
