@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/samber/lo"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +45,13 @@ func main() {
 	}
 
 	ctx, op := operator.NewOperator()
+	// Karpenter core runs its manager on a context nothing cancels, so SIGTERM used to kill
+	// the process outright: the leader lease stayed held and the next replica waited out its
+	// 15 s duration. Cancelling on SIGTERM lets the manager stop its runnables and release the
+	// lease (core sets LeaderElectionReleaseOnCancel); a second signal kills as before.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() { <-ctx.Done(); stop() }()
 	logger := log.FromContext(ctx).WithName("clevercloud")
 	logger.Info("starting", "version", version.Version, "region", cfg.Region)
 
@@ -78,4 +87,5 @@ func main() {
 			garbagecollection.New(op.GetClient(), op.GetAPIReader(), recorder, op.Clock, garbagecollection.DefaultPeriod),
 		).
 		Start(ctx)
+	logger.Info("stopped")
 }

@@ -8,13 +8,46 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
+
+// leaseName is Karpenter core's default leader-election lease, the one the bundle's Role
+// lets the controller update.
+const leaseName = "karpenter-leader-election"
+
+func leaseHolder(s *harness.Scenario) string {
+	s.T.Helper()
+	l := &coordinationv1.Lease{}
+	Expect(env.Client.Get(s.Ctx, client.ObjectKey{Namespace: harness.SystemNamespace, Name: leaseName}, l)).To(Succeed())
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// A rolling update sends SIGTERM: the controller exits 0 and hands its lease back, so the
+// next replica leads at once instead of waiting out the lease's 15 s. (SIGKILL, the other
+// path, is TestKilledMidLaunch: the lease then expires.)
+func TestGracefulStopReleasesLease(t *testing.T) {
+	s := env.Scenario(t)
+	var before string
+	Eventually(func() string { before = leaseHolder(s); return before }).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
+	Expect(env.Controller().Stop()).To(Succeed(), "SIGTERM → clean exit")
+	Expect(leaseHolder(s)).To(BeEmpty(), "the lease is released on SIGTERM")
+
+	started := time.Now()
+	s.RestartController(nil)
+	Eventually(func() string { return leaseHolder(s) }).WithTimeout(5*time.Second).WithPolling(100*time.Millisecond).
+		Should(And(Not(BeEmpty()), Not(Equal(before))), "the new controller leads at once")
+	t.Logf("new leader %s after the restart began", time.Since(started).Round(100*time.Millisecond))
+}
 
 // 9. The controller is SIGKILLed while a NodeGroup waits for its verdict, and restarted: the
 // claim converges on that same group, with no duplicate and no leak.

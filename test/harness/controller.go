@@ -215,7 +215,8 @@ func (c *Controller) Kill() error {
 	return nil
 }
 
-// Stop sends SIGTERM, and SIGKILL after 30 s; a controller that died on its own is an error.
+// Stop sends SIGTERM, and SIGKILL after 30 s; a controller that died on its own, or did not
+// exit 0 on SIGTERM, is an error.
 func (c *Controller) Stop() error {
 	var err error
 	c.stopOnce.Do(func() {
@@ -228,6 +229,11 @@ func (c *Controller) Stop() error {
 			_ = c.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-c.done:
+				// SIGTERM is the rolling update's signal: the controller must stop cleanly
+				// (and release its lease), not die of it.
+				if c.waitErr != nil {
+					err = fmt.Errorf("controller did not stop cleanly on SIGTERM: %v; log tail:\n%s", c.waitErr, c.Tail(30))
+				}
 			case <-time.After(30 * time.Second):
 				_ = c.cmd.Process.Signal(syscall.SIGKILL)
 				<-c.done
