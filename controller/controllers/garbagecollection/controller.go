@@ -1,10 +1,16 @@
-// Package garbagecollection reconciles NodeGroups against NodeClaims on a period:
+// Package garbagecollection reconciles NodeGroups against NodeClaims:
 //   - reaps managed groups whose owner NodeClaim an uncached read confirms gone;
 //   - refuses, loudly, groups that carry our labels but no owner reference (a hand-copied
 //     manifest must never be deleted by us);
 //   - fast-fails launched NodeClaims whose group vanished before the node registered, instead
 //     of letting them burn Karpenter's registration timeout;
 //   - surfaces groups resized out of band, and never fights them.
+//
+// A pass runs on a period and, sooner, when a NodeGroup is deleted or a NodeClaim is
+// launched-but-unregistered: the platform deletes groups upstream, and a fast-fail that waits
+// for the next period costs that claim up to a period of pending pods. The period stays as the
+// backstop for missed events and for reaping, which waits out a grace anyway. Kicks are
+// coalesced and debounced, so a burst of deletions costs one pass.
 package garbagecollection
 
 import (
@@ -15,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,10 +43,13 @@ const (
 	ReasonFastFail = "NodeGroupVanished"
 )
 
-// DefaultPeriod is how often garbage collection runs.
+// DefaultPeriod is how often garbage collection runs when nothing kicks it sooner.
 const DefaultPeriod = time.Minute
 
-// Controller is the periodic garbage collector.
+// debounce is how long a kicked pass waits for the rest of a burst of events.
+const debounce = time.Second
+
+// Controller is the garbage collector.
 type Controller struct {
 	kube     client.Client
 	api      client.Reader
@@ -48,28 +58,108 @@ type Controller struct {
 	period   time.Duration
 	// grace protects a group just created from a claim the cache has not seen yet.
 	grace time.Duration
+	// kicks holds at most one pending request for an early pass; senders never block.
+	kicks chan struct{}
 }
 
 // New builds the collector. api must be an uncached reader.
 func New(kube client.Client, api client.Reader, recorder record.EventRecorder, clk clock.Clock, period time.Duration) *Controller {
-	return &Controller{kube: kube, api: api, recorder: recorder, clock: clk, period: period, grace: 30 * time.Second}
+	return &Controller{kube: kube, api: api, recorder: recorder, clock: clk, period: period, grace: 30 * time.Second,
+		kicks: make(chan struct{}, 1)}
 }
 
-// Register implements operatorpkg's controller.Controller: a leader-only loop.
-func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ctx = log.IntoContext(ctx, ctrl.Log.WithName("clevercloud.garbagecollection"))
-		for {
-			if err := c.Collect(ctx); err != nil {
-				log.FromContext(ctx).Error(err, "garbage collection pass failed")
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-c.clock.After(c.period):
-			}
+// Register implements operatorpkg's controller.Controller: a leader-only loop, kicked early by
+// informer events. The handlers run on every replica, but only the leader drains the kicks; on
+// the others one kick waits, harmlessly, in the channel.
+func (c *Controller) Register(ctx context.Context, m manager.Manager) error {
+	groups, err := m.GetCache().GetInformer(ctx, &ngv1.NodeGroup{})
+	if err != nil {
+		return fmt.Errorf("getting the nodegroup informer for garbage collection: %w", err)
+	}
+	if _, err := groups.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(any) { c.kick() }, // tombstones (DeletedFinalStateUnknown) included
+	}); err != nil {
+		return fmt.Errorf("watching nodegroup deletions for garbage collection: %w", err)
+	}
+	claims, err := m.GetCache().GetInformer(ctx, &karpv1.NodeClaim{})
+	if err != nil {
+		return fmt.Errorf("getting the nodeclaim informer for garbage collection: %w", err)
+	}
+	if _, err := claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.kickIfAwaitingRegistration(obj) },
+		UpdateFunc: func(_, obj any) { c.kickIfAwaitingRegistration(obj) },
+	}); err != nil {
+		return fmt.Errorf("watching nodeclaims for garbage collection: %w", err)
+	}
+	if err := m.Add(manager.RunnableFunc(c.run)); err != nil {
+		return fmt.Errorf("adding the garbage collection loop: %w", err)
+	}
+	return nil
+}
+
+// kick asks for an early pass. It never blocks: kicks made while one is pending coalesce.
+func (c *Controller) kick() {
+	select {
+	case c.kicks <- struct{}{}:
+	default:
+	}
+}
+
+// kickIfAwaitingRegistration kicks for a claim that fastFail could act on: the group may have
+// vanished before the claim was marked launched, when a group deletion alone found nothing.
+func (c *Controller) kickIfAwaitingRegistration(obj any) {
+	nc, ok := obj.(*karpv1.NodeClaim)
+	if !ok || !nc.DeletionTimestamp.IsZero() {
+		return
+	}
+	if nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() && !nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
+		c.kick()
+	}
+}
+
+// run is the loop: a pass at start, then one per period or, debounced, per kick.
+func (c *Controller) run(ctx context.Context) error {
+	ctx = log.IntoContext(ctx, ctrl.Log.WithName("clevercloud.garbagecollection"))
+	c.drain() // the first pass covers whatever was kicked before this replica led
+	for {
+		if err := c.Collect(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "garbage collection pass failed")
 		}
-	}))
+		if !c.wait(ctx) {
+			return nil
+		}
+	}
+}
+
+// wait blocks until the next pass is due, and reports false once ctx is done.
+func (c *Controller) wait(ctx context.Context) bool {
+	period := c.clock.NewTimer(c.period)
+	defer period.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-period.C():
+		return true
+	case <-c.kicks:
+	}
+	settle := c.clock.NewTimer(debounce)
+	defer settle.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-settle.C():
+	}
+	c.drain() // the pass about to run covers the rest of the burst
+	log.FromContext(ctx).V(1).Info("garbage collection pass kicked by an event", "debounce", debounce)
+	return true
+}
+
+// drain drops a pending kick, if any.
+func (c *Controller) drain() {
+	select {
+	case <-c.kicks:
+	default:
+	}
 }
 
 // Collect runs one pass.

@@ -1,0 +1,93 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	"github.com/go-logr/logr"
+)
+
+// The suite drives its collector pass by pass; this one runs the real loop, registered in its own
+// manager (for the informers) with a period no test will ever reach, so only the event path
+// can fast-fail the claim.
+func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	class := newClass(g, nil)
+	nc := newClaim(g, class.Name)
+	group := nodegroup.Build(nc, class, "S")
+	g.Expect(kube.Create(ctx, group)).To(Succeed())
+	nc.Status.ProviderID = nodegroup.ProviderID(group.Name)
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
+	g.Expect(kube.Status().Update(ctx, nc)).To(Succeed())
+
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: scheme.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard(), LeaderElection: false})
+	g.Expect(err).NotTo(HaveOccurred())
+	clk := clocktesting.NewFakeClock(time.Now())
+	recorder := record.NewFakeRecorder(100)
+	mgrCtx, cancel := context.WithCancel(ctx)
+	g.Expect(garbagecollection.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clk, time.Hour).Register(mgrCtx, mgr)).To(Succeed())
+	stopped := make(chan error, 1)
+	go func() { stopped <- mgr.Start(mgrCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	// The loop has made its first pass (the group was there) and is waiting: from now on only a
+	// period (an hour away on a clock this test never moves that far) or a kick runs another.
+	g.Eventually(clk.HasWaiters).WithTimeout(wait).Should(BeTrue(), "the loop's first pass")
+	g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(nc), nc)).To(Succeed())
+	g.Expect(nc.DeletionTimestamp).To(BeNil(), "a claim whose group exists is left alone")
+
+	g.Expect(kube.Delete(ctx, group)).To(Succeed())
+	start := clk.Now()
+	// Each poll moves the fake clock by a second to release the debounce; a polling budget of
+	// at most wait/interval seconds stays far below the period.
+	g.Eventually(func() bool {
+		clk.Step(time.Second)
+		return apierrors.IsNotFound(kube.Get(ctx, client.ObjectKeyFromObject(nc), &karpv1.NodeClaim{}))
+	}).WithTimeout(wait).WithPolling(50*time.Millisecond).Should(BeTrue(), "the claim is deleted on the group's deletion event")
+	g.Expect(clk.Since(start)).To(BeNumerically("<", time.Hour), "the period never elapsed")
+	g.Expect(drainEvents(recorder)).To(ContainElement(And(ContainSubstring(garbagecollection.ReasonFastFail), ContainSubstring(group.Name))))
+
+	// The group may be gone before the claim is marked launched: then no group deletion is left
+	// to kick, and the claim's own update must.
+	late := newClaim(g, class.Name)
+	late.Status.ProviderID = nodegroup.ProviderID(late.Name)
+	late.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
+	g.Expect(kube.Status().Update(ctx, late)).To(Succeed())
+	g.Eventually(func() bool {
+		clk.Step(time.Second)
+		return apierrors.IsNotFound(kube.Get(ctx, client.ObjectKeyFromObject(late), &karpv1.NodeClaim{}))
+	}).WithTimeout(wait).WithPolling(50*time.Millisecond).Should(BeTrue(), "the claim is deleted on its launched update")
+	g.Expect(clk.Since(start)).To(BeNumerically("<", time.Hour), "the period never elapsed")
+}
+
+func drainEvents(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
