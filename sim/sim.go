@@ -39,17 +39,12 @@ const OperatorUser = "system:clever-cloud:nodegroup-operator"
 
 // Options shape the simulated CKE. Start from DefaultOptions (or InstantOptions in tests).
 type Options struct {
-	// BinDir holds the pinned binaries (./sim/tools/build.sh prints it). Defaults to
-	// $KUBEBUILDER_ASSETS.
-	BinDir string
-	// Dir receives kubeconfig, logs/ and audit.log; a temporary folder by default, removed
-	// by Stop unless KeepDir.
-	Dir     string
-	KeepDir bool
-	// Audit writes the apiserver audit log (user, verb, resource) to <Dir>/audit.log.
-	Audit bool
-	// HonorGracePeriod keeps terminating pods until their grace period ends.
-	HonorGracePeriod bool
+	// Options shape the control plane; its fields are promoted: BinDir (the pinned binaries,
+	// ./sim/tools/build.sh prints it; $KUBEBUILDER_ASSETS by default), Dir (kubeconfig, logs/
+	// and audit.log; a temporary folder by default, removed by Stop unless KeepDir), Audit,
+	// HonorGracePeriod and StartTimeout. Its Log, the control plane's own, is shadowed by Log
+	// below and discards by default.
+	controlplane.Options
 
 	// ControlPlaneNodes schedulable control-plane Nodes of ControlPlaneFlavor are created,
 	// labelled clever-cloud.com/cluster-node-role=control-plane and counted in the quota.
@@ -122,10 +117,7 @@ func Scheme() *runtime.Scheme {
 // Start brings the simulated CKE up and returns once its nodes are Ready. Stop it with Stop;
 // if the process dies instead, the kernel kills every component.
 func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
-	cp, err := controlplane.Start(ctx, controlplane.Options{
-		BinDir: opts.BinDir, Dir: opts.Dir, KeepDir: opts.KeepDir,
-		Audit: opts.Audit, HonorGracePeriod: opts.HonorGracePeriod,
-	})
+	cp, err := controlplane.Start(ctx, opts.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -114,25 +114,17 @@ func (cp *ControlPlane) startAPIServer(logDir string) error {
 	if err != nil {
 		return fmt.Errorf("creating apiserver log: %w", err)
 	}
-	// envtest starts etcd and the apiserver in their own process groups but does not tie
-	// their lives to ours: a test binary killed by its timeout would leave them running.
-	// setpriv --pdeathsig makes the kernel kill them when we die.
-	etcdPath, err := deathTied(cp.opts.Dir, "etcd", filepath.Join(cp.opts.BinDir, "etcd"))
-	if err != nil {
-		return err
-	}
-	apiPath, err := deathTied(cp.opts.Dir, "kube-apiserver", filepath.Join(cp.opts.BinDir, "kube-apiserver"))
-	if err != nil {
-		return err
-	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    cp.opts.BinDir,
 		ControlPlaneStartTimeout: cp.opts.StartTimeout,
 		ControlPlaneStopTimeout:  20 * time.Second,
 	}
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
+	env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
 	api := env.ControlPlane.GetAPIServer()
-	api.Path, api.Out, api.Err = apiPath, apiLog, apiLog
+	api.Out, api.Err = apiLog, apiLog
+	if err := TieToParent(env, cp.opts.Dir); err != nil {
+		return err
+	}
 	if cp.opts.Audit {
 		policy := filepath.Join(cp.opts.Dir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, auditPolicy, 0o644); err != nil {
@@ -241,6 +233,29 @@ func (cp *ControlPlane) Stop() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// TieToParent makes env start etcd and kube-apiserver (from env.BinaryAssetsDirectory)
+// through wrappers, written to dir, that run them under setpriv --pdeathsig: envtest starts
+// them in their own process groups but does not tie their lives to ours, so a test binary
+// that panics or is killed by its timeout would leave them running; with the wrappers the
+// kernel kills them when this process dies. The wrappers are exec'd by the time env.Start
+// returns, so dir may be removed then. Without setpriv it leaves env's binaries as they are.
+func TieToParent(env *envtest.Environment, dir string) error {
+	if env.ControlPlane.Etcd == nil {
+		env.ControlPlane.Etcd = &envtest.Etcd{}
+	}
+	etcd, err := deathTied(dir, "etcd", filepath.Join(env.BinaryAssetsDirectory, "etcd"))
+	if err != nil {
+		return err
+	}
+	api, err := deathTied(dir, "kube-apiserver", filepath.Join(env.BinaryAssetsDirectory, "kube-apiserver"))
+	if err != nil {
+		return err
+	}
+	env.ControlPlane.Etcd.Path = etcd
+	env.ControlPlane.GetAPIServer().Path = api
+	return nil
 }
 
 // deathTied writes a wrapper that runs bin with the parent-death signal set, so the kernel

@@ -284,6 +284,17 @@ func (b *Bench) Add(t *testing.T, r *Result) {
 		r.Name, r.Pods, r.PodsRunning, r.PendingToRunning.P50, r.PendingToRunning.P95, r.Overhead.P50, r.Footprint.CPUSeconds, r.Footprint.PeakRSSMB, r.RequestsTotal)
 }
 
+// write stamps the machine's end state on the report and writes it to dir.
+func (b *Bench) write(t testing.TB, dir string) {
+	t.Helper()
+	b.Report.Machine.LoadEnd = loadAvg()
+	b.Report.Machine.WallSeconds = time.Since(b.Report.Machine.Started).Round(time.Second).Seconds()
+	if err := b.Report.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report written to %s", dir)
+}
+
 // envInt reads an integer knob with a default.
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {

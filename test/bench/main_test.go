@@ -96,16 +96,6 @@ func outDir(def string) string {
 	return def
 }
 
-func (b *Bench) write(t testing.TB, dir string) {
-	t.Helper()
-	b.Report.Machine.LoadEnd = loadAvg()
-	b.Report.Machine.WallSeconds = time.Since(b.Report.Machine.Started).Round(time.Second).Seconds()
-	if err := b.Report.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("report written to %s", dir)
-}
-
 // TestSmoke proves the bench works end to end on one tiny scenario: a single pod. It runs
 // under plain `go test ./...` (skipped with -short) and `make bench-smoke`.
 func TestSmoke(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
 // Timeline records, from watches, when the bench first observed each step of each object's
@@ -153,7 +155,7 @@ func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
 			set(&p.Bound, now)
 			p.Node = o.Spec.NodeName
 		}
-		if o.Status.Phase == corev1.PodRunning && podReady(o) {
+		if o.Status.Phase == corev1.PodRunning && harness.PodReady(o) {
 			set(&p.Running, now)
 		}
 		p.Deleted = p.Deleted || deleted || o.DeletionTimestamp != nil
@@ -221,7 +223,7 @@ func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
 		set(&n.Created, now)
 		n.Group = o.Labels[ngv1.LabelNodeGroup]
 		n.Flavor = o.Labels[corev1.LabelInstanceTypeStable]
-		if nodeReady(o) {
+		if sim.NodeReady(o) {
 			set(&n.Ready, now)
 		}
 		tainted := false
@@ -281,22 +283,4 @@ func (tl *Timeline) WaitFor(ctx context.Context, timeout time.Duration, cond fun
 		case <-tick.C:
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -172,20 +171,7 @@ func (s *Scenario) Deployment(name, pool string, replicas int32, cpu, memory str
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](0),
-					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-						RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-							MatchExpressions: []corev1.NodeSelectorRequirement{{Key: karpv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{pool}}},
-						}}},
-					}},
-					Containers: []corev1.Container{{
-						Name: "pause", Image: "registry.k8s.io/pause:3.10",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
-						}},
-					}},
-				},
+				Spec:       PausePodSpec(pool, cpu, memory),
 			},
 		},
 	}
@@ -239,7 +225,7 @@ func (s *Scenario) Pods(d *appsv1.Deployment) []corev1.Pod {
 func (s *Scenario) RunningPods(d *appsv1.Deployment) (int, []corev1.Pod) {
 	var running []corev1.Pod
 	for _, p := range s.Pods(d) {
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && PodReady(&p) {
 			running = append(running, p)
 		}
 	}
@@ -260,7 +246,8 @@ func (s *Scenario) WaitRunning(d *appsv1.Deployment, n int, timeout time.Duratio
 	return pods
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady says whether the pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
@@ -538,7 +525,7 @@ func (s *Scenario) Dump() {
 	if cl.List(ctx, pods, client.InNamespace(s.Namespace)) == nil {
 		fmt.Fprintf(&b, "--- Pods in %s\n", s.Namespace)
 		for _, p := range pods.Items {
-			fmt.Fprintf(&b, "%s phase=%s node=%s ready=%v\n", p.Name, p.Status.Phase, p.Spec.NodeName, podReady(&p))
+			fmt.Fprintf(&b, "%s phase=%s node=%s ready=%v\n", p.Name, p.Status.Phase, p.Spec.NodeName, PodReady(&p))
 		}
 	}
 	t.Log(b.String())

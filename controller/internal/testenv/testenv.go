@@ -19,6 +19,7 @@ import (
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/crds"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/controlplane"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 )
 
@@ -44,6 +45,16 @@ func Start() (*Env, error) {
 		BinaryAssetsDirectory: assets,
 		CRDs:                  all,
 		ErrorIfCRDPathMissing: true,
+	}
+	// Like the simulated CKE's, etcd and the apiserver die with the test binary, even when it
+	// panics or hits its timeout before Stop.
+	wrappers, err := os.MkdirTemp("", "testenv-")
+	if err != nil {
+		return nil, fmt.Errorf("creating wrapper folder: %w", err)
+	}
+	defer os.RemoveAll(wrappers) // exec'd by the time Start returns
+	if err := controlplane.TieToParent(e, wrappers); err != nil {
+		return nil, err
 	}
 	cfg, err := e.Start()
 	if err != nil {
