@@ -2,11 +2,15 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -22,7 +26,7 @@ import (
 
 // The suite drives its collector pass by pass; this one runs the real loop, registered in its own
 // manager (for the informers) with a period no test will ever reach, so only the event path
-// can fast-fail the claim.
+// can fast-fail the claim or report a look-alike group.
 func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -38,7 +42,7 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 		Scheme: scheme.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard(), LeaderElection: false})
 	g.Expect(err).NotTo(HaveOccurred())
 	clk := clocktesting.NewFakeClock(time.Now())
-	recorder := record.NewFakeRecorder(100)
+	recorder := &namedRecorder{events: make(chan string, 100)}
 	mgrCtx, cancel := context.WithCancel(ctx)
 	g.Expect(garbagecollection.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clk, time.Hour).Register(mgrCtx, mgr)).To(Succeed())
 	stopped := make(chan error, 1)
@@ -65,7 +69,7 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 		return apierrors.IsNotFound(kube.Get(ctx, client.ObjectKeyFromObject(nc), &karpv1.NodeClaim{}))
 	}).WithTimeout(wait).WithPolling(50*time.Millisecond).Should(BeTrue(), "the claim is deleted on the group's deletion event")
 	g.Expect(clk.Since(start)).To(BeNumerically("<", time.Hour), "the period never elapsed")
-	g.Expect(drainEvents(recorder)).To(ContainElement(And(ContainSubstring(garbagecollection.ReasonFastFail), ContainSubstring(group.Name))))
+	g.Expect(recorder.drain()).To(ContainElement(HavePrefix(garbagecollection.ReasonFastFail + " " + nc.Name + ":")))
 
 	// The group may be gone before the claim is marked launched: then no group deletion is left
 	// to kick, and the claim's own update must.
@@ -78,13 +82,84 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 		return apierrors.IsNotFound(kube.Get(ctx, client.ObjectKeyFromObject(late), &karpv1.NodeClaim{}))
 	}).WithTimeout(wait).WithPolling(50*time.Millisecond).Should(BeTrue(), "the claim is deleted on its launched update")
 	g.Expect(clk.Since(start)).To(BeNumerically("<", time.Hour), "the period never elapsed")
+
+	// A hand-copied group (our labels, no owner) is reported as soon as it appears, and not
+	// again on every pass its own updates kick, until remindEvery has passed.
+	copied := nodegroup.Build(newClaim(g, class.Name), class, "S")
+	copied.Name = name("copied")
+	copied.OwnerReferences = nil
+	g.Expect(kube.Create(ctx, copied)).To(Succeed())
+	refusals := func() int {
+		n := 0
+		for _, e := range recorder.drain() {
+			if strings.HasPrefix(e, garbagecollection.ReasonRefused+" "+copied.Name+":") {
+				n++
+			}
+		}
+		return n
+	}
+	got := 0
+	g.Eventually(func() int {
+		clk.Step(time.Second)
+		got += refusals()
+		return got
+	}).WithTimeout(wait).WithPolling(50*time.Millisecond).Should(Equal(1), "the look-alike is reported on its creation event")
+	touch := func(v string) {
+		g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(copied), copied)).To(Succeed())
+		copied.Annotations = map[string]string{"example.com/touched": v}
+		g.Expect(kube.Update(ctx, copied)).To(Succeed())
+	}
+	for _, v := range []string{"1", "2", "3"} {
+		touch(v)
+		// Each update kicks a pass; a second step lets its debounce fire.
+		g.Eventually(clk.HasWaiters).WithTimeout(wait).Should(BeTrue())
+		clk.Step(time.Second)
+		g.Eventually(clk.HasWaiters).WithTimeout(wait).Should(BeTrue())
+		clk.Step(time.Second)
+	}
+	g.Consistently(refusals).WithTimeout(500*time.Millisecond).Should(BeZero(), "no report per pass")
+	clk.Step(10 * time.Minute)
+	touch("4")
+	got = 0
+	g.Eventually(func() int {
+		clk.Step(time.Second)
+		got += refusals()
+		return got
+	}).WithTimeout(wait).WithPolling(50*time.Millisecond).Should(Equal(1), "reported again after remindEvery")
+	g.Expect(clk.Since(start)).To(BeNumerically("<", time.Hour), "the period never elapsed")
+	g.Expect(kube.Delete(ctx, copied)).To(Succeed())
 }
 
-func drainEvents(r *record.FakeRecorder) []string {
+// namedRecorder keeps "reason object: message" lines; record.FakeRecorder leaves the object's
+// name out, and groups of other tests in the shared apiserver are reported too.
+type namedRecorder struct{ events chan string }
+
+var _ record.EventRecorder = (*namedRecorder)(nil)
+
+func (r *namedRecorder) Event(obj runtime.Object, _, reason, message string) {
+	name := ""
+	if o, ok := obj.(metav1.Object); ok {
+		name = o.GetName()
+	}
+	select {
+	case r.events <- reason + " " + name + ": " + message:
+	default:
+	}
+}
+
+func (r *namedRecorder) Eventf(obj runtime.Object, eventtype, reason, format string, args ...any) {
+	r.Event(obj, eventtype, reason, fmt.Sprintf(format, args...))
+}
+
+func (r *namedRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventtype, reason, format string, args ...any) {
+	r.Eventf(obj, eventtype, reason, format, args...)
+}
+
+func (r *namedRecorder) drain() []string {
 	var out []string
 	for {
 		select {
-		case e := <-r.Events:
+		case e := <-r.events:
 			out = append(out, e)
 		default:
 			return out

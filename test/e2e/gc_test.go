@@ -19,8 +19,8 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 )
 
-// Garbage collection runs every minute (garbagecollection.DefaultPeriod) and spares groups
-// younger than 30 s.
+// Garbage collection passes run on NodeGroup and NodeClaim events, and at least every minute
+// (garbagecollection.DefaultPeriod); reaping spares groups younger than 30 s.
 const gcTimeout = 3 * time.Minute
 
 // 8a. A NodeGroup that only looks managed (our labels, no owner reference: a hand-copied

@@ -6,16 +6,19 @@
 //     of letting them burn Karpenter's registration timeout;
 //   - surfaces groups resized out of band, and never fights them.
 //
-// A pass runs on a period and, sooner, when a NodeGroup is deleted or a NodeClaim is
-// launched-but-unregistered: the platform deletes groups upstream, and a fast-fail that waits
-// for the next period costs that claim up to a period of pending pods. The period stays as the
-// backstop for missed events and for reaping, which waits out a grace anyway. Kicks are
-// coalesced and debounced, so a burst of deletions costs one pass.
+// A pass runs on a period and, sooner, when a NodeGroup is deleted, when a group that needs
+// reporting (no owner, resized) appears or changes, or when a NodeClaim is launched but
+// unregistered: the platform deletes groups upstream, and a fast-fail that waits for the next
+// period costs that claim up to a period of pending pods. The period stays as the backstop for
+// missed events and for reaping, which waits out a grace anyway. Kicks are coalesced and
+// debounced, so a burst of deletions costs one pass; since passes can then be frequent, a
+// group is reported (event, log) when first found and then every remindEvery, not per pass.
 package garbagecollection
 
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +52,10 @@ const DefaultPeriod = time.Minute
 // debounce is how long a kicked pass waits for the rest of a burst of events.
 const debounce = time.Second
 
+// remindEvery is how often a refused or resized group is reported again while it stays so:
+// often enough that its event never expires (an hour by default), rarely enough not to spam.
+const remindEvery = 10 * time.Minute
+
 // Controller is the garbage collector.
 type Controller struct {
 	kube     client.Client
@@ -60,12 +67,16 @@ type Controller struct {
 	grace time.Duration
 	// kicks holds at most one pending request for an early pass; senders never block.
 	kicks chan struct{}
+
+	mu sync.Mutex
+	// reported is when each (reason, group UID) was last reported.
+	reported map[string]time.Time
 }
 
 // New builds the collector. api must be an uncached reader.
 func New(kube client.Client, api client.Reader, recorder record.EventRecorder, clk clock.Clock, period time.Duration) *Controller {
 	return &Controller{kube: kube, api: api, recorder: recorder, clock: clk, period: period, grace: 30 * time.Second,
-		kicks: make(chan struct{}, 1)}
+		kicks: make(chan struct{}, 1), reported: map[string]time.Time{}}
 }
 
 // Register implements operatorpkg's controller.Controller: a leader-only loop, kicked early by
@@ -77,9 +88,11 @@ func (c *Controller) Register(ctx context.Context, m manager.Manager) error {
 		return fmt.Errorf("getting the nodegroup informer for garbage collection: %w", err)
 	}
 	if _, err := groups.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.kickIfNeedsReport(obj) },
+		UpdateFunc: func(_, obj any) { c.kickIfNeedsReport(obj) },
 		DeleteFunc: func(any) { c.kick() }, // tombstones (DeletedFinalStateUnknown) included
 	}); err != nil {
-		return fmt.Errorf("watching nodegroup deletions for garbage collection: %w", err)
+		return fmt.Errorf("watching nodegroups for garbage collection: %w", err)
 	}
 	claims, err := m.GetCache().GetInformer(ctx, &karpv1.NodeClaim{})
 	if err != nil {
@@ -102,6 +115,15 @@ func (c *Controller) kick() {
 	select {
 	case c.kicks <- struct{}{}:
 	default:
+	}
+}
+
+// kickIfNeedsReport kicks for a group that looks managed but has no owner claim, or was
+// resized: the user should hear about it now, not a period later.
+func (c *Controller) kickIfNeedsReport(obj any) {
+	g, ok := obj.(*ngv1.NodeGroup)
+	if ok && nodegroup.IsManaged(g) && g.DeletionTimestamp == nil && (nodegroup.OwnerClaim(g) == nil || g.Spec.NodeCount != 1) {
+		c.kick()
 	}
 }
 
@@ -178,6 +200,9 @@ func (c *Controller) Collect(ctx context.Context) error {
 	}
 	existing := map[string]bool{}
 	refused, resized := 0, 0
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	current := map[string]bool{}
 	for i := range groups.Items {
 		g := &groups.Items[i]
 		existing[g.Name] = true
@@ -186,15 +211,19 @@ func (c *Controller) Collect(ctx context.Context) error {
 		}
 		if g.Spec.NodeCount != 1 {
 			resized++
-			c.recorder.Eventf(g, corev1.EventTypeWarning, ReasonResized,
-				"nodeCount is %d, Karpenter manages one-node groups; leaving it alone (only node0 has a provider ID)", g.Spec.NodeCount)
+			if c.due(current, ReasonResized, g) {
+				c.recorder.Eventf(g, corev1.EventTypeWarning, ReasonResized,
+					"nodeCount is %d, Karpenter manages one-node groups; leaving it alone (only node0 has a provider ID)", g.Spec.NodeCount)
+			}
 		}
 		owner := nodegroup.OwnerClaim(g)
 		if owner == nil {
 			refused++
-			c.recorder.Eventf(g, corev1.EventTypeWarning, ReasonRefused,
-				"carries the provider's labels but no owner reference to a NodeClaim; not deleting it")
-			log.FromContext(ctx).Info("refusing to garbage-collect a nodegroup without an owner NodeClaim", "nodegroup", g.Name)
+			if c.due(current, ReasonRefused, g) {
+				c.recorder.Eventf(g, corev1.EventTypeWarning, ReasonRefused,
+					"carries the provider's labels but no owner reference to a NodeClaim; not deleting it")
+				log.FromContext(ctx).Info("refusing to garbage-collect a nodegroup without an owner NodeClaim", "nodegroup", g.Name)
+			}
 			continue
 		}
 		if _, ok := live[string(owner.UID)]; ok || c.clock.Since(g.CreationTimestamp.Time) < c.grace {
@@ -204,12 +233,29 @@ func (c *Controller) Collect(ctx context.Context) error {
 			log.FromContext(ctx).Error(err, "reaping orphaned nodegroup", "nodegroup", g.Name)
 		}
 	}
+	for key := range c.reported {
+		if !current[key] {
+			delete(c.reported, key) // fixed or gone: report it afresh if it comes back
+		}
+	}
 	metrics.GarbageRefused.WithLabelValues("NoOwnerReference").Set(float64(refused))
 	metrics.Resized.Set(float64(resized))
 	for _, nc := range claims.Items {
 		c.fastFail(ctx, &nc, existing)
 	}
 	return nil
+}
+
+// due says whether g should be reported for reason now, and if so notes that it is. current
+// collects the (reason, group) pairs of this pass. Callers hold c.mu.
+func (c *Controller) due(current map[string]bool, reason string, g *ngv1.NodeGroup) bool {
+	key := reason + "/" + string(g.UID)
+	current[key] = true
+	if last, ok := c.reported[key]; ok && c.clock.Since(last) < remindEvery {
+		return false
+	}
+	c.reported[key] = c.clock.Now()
+	return true
 }
 
 // reap deletes a group whose owner claim is gone, after an uncached read confirms it.
