@@ -13,6 +13,7 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
 // 5. Drift: changing the CleverNodeClass's labels marks the claim Drifted and rolls it; the
@@ -47,14 +48,7 @@ func TestDrift(t *testing.T) {
 		}
 	}()
 
-	Eventually(func() error {
-		cur := &v1alpha1.CleverNodeClass{}
-		if err := env.Client.Get(s.Ctx, client.ObjectKeyFromObject(class), cur); err != nil {
-			return err
-		}
-		cur.Spec.Labels["example.com/rev"] = "two"
-		return env.Client.Update(s.Ctx, cur)
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	harness.Update(s, class.DeepCopy(), func(c *v1alpha1.CleverNodeClass) { c.Spec.Labels["example.com/rev"] = "two" })
 
 	Eventually(func(g Gomega) {
 		nc := &karpv1.NodeClaim{}

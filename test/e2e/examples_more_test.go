@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -99,14 +100,9 @@ func TestExamplesPlacement(t *testing.T) {
 	applyExample(s, "general-purpose.yaml")
 	// The workloads below share the default pool: general-purpose.yaml caps it at 16 vCPU /
 	// 16Gi (the default quota's headroom), less than they need together.
-	Eventually(func() error {
-		cur := &karpv1.NodePool{}
-		if err := env.Client.Get(s.Ctx, client.ObjectKey{Name: "default"}, cur); err != nil {
-			return err
-		}
-		cur.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("128Gi")}
-		return env.Client.Update(s.Ctx, cur)
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	harness.Update(s, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, func(np *karpv1.NodePool) {
+		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("128Gi")}
+	})
 
 	// inflate may use any pool and any node with room: alone first, so that weights decide.
 	applyExample(s, "weighted-pools.yaml")
@@ -211,14 +207,7 @@ func TestExamplesDisruptionControls(t *testing.T) {
 	s.Scale(probe, 0)
 	Eventually(func() []corev1.Pod { return s.Pods(probe) }).WithTimeout(30 * time.Second).Should(BeEmpty())
 
-	Eventually(func() error {
-		cur := &v1alpha1.CleverNodeClass{}
-		if err := env.Client.Get(s.Ctx, client.ObjectKey{Name: "default"}, cur); err != nil {
-			return err
-		}
-		cur.Spec.Labels["team"] = "platform-2"
-		return env.Client.Update(s.Ctx, cur)
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	relabelDefaultClass(s)
 
 	// The control moves; at every poll the two protected nodes are intact.
 	var violations []string
@@ -253,22 +242,8 @@ func TestExamplesDisruptionControls(t *testing.T) {
 	Expect(s.Pods(guarded)).To(ConsistOf(WithTransform(func(p corev1.Pod) string { return p.Spec.NodeName }, Equal(guardedNode))))
 
 	// Budget lifted, annotation removed: both nodes go.
-	Eventually(func() error {
-		cur := &karpv1.NodePool{}
-		if err := env.Client.Get(s.Ctx, client.ObjectKey{Name: "frozen"}, cur); err != nil {
-			return err
-		}
-		cur.Spec.Disruption.Budgets = nil
-		return env.Client.Update(s.Ctx, cur)
-	}).WithTimeout(10 * time.Second).Should(Succeed())
-	Eventually(func() error {
-		p := &corev1.Pod{}
-		if err := env.Client.Get(s.Ctx, client.ObjectKeyFromObject(&guardedPod), p); err != nil {
-			return err
-		}
-		delete(p.Annotations, karpv1.DoNotDisruptAnnotationKey)
-		return env.Client.Update(s.Ctx, p)
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	harness.Update(s, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "frozen"}}, func(np *karpv1.NodePool) { np.Spec.Disruption.Budgets = nil })
+	harness.Update(s, guardedPod.DeepCopy(), func(p *corev1.Pod) { delete(p.Annotations, karpv1.DoNotDisruptAnnotationKey) })
 	Eventually(func(g Gomega) {
 		for _, n := range []string{frozenNode, guardedNode} {
 			err := env.Client.Get(s.Ctx, client.ObjectKey{Name: n}, &corev1.Node{})
@@ -278,6 +253,14 @@ func TestExamplesDisruptionControls(t *testing.T) {
 		g.Expect(n).To(Equal(1))
 		g.Expect(nodeOf(s, running[0]).Labels).To(HaveKeyWithValue("team", "platform-2"))
 	}).WithTimeout(disruptTimeout).WithPolling(time.Second).Should(Succeed())
+}
+
+// relabelDefaultClass changes a label of the examples' `default` CleverNodeClass, which makes
+// every node of its pools drift.
+func relabelDefaultClass(s *harness.Scenario) {
+	harness.Update(s, &v1alpha1.CleverNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, func(c *v1alpha1.CleverNodeClass) {
+		c.Spec.Labels["team"] = "platform-2"
+	})
 }
 
 // 12e. pdb.yaml as shipped: its three `web` replicas share one node of the `default` pool, so
@@ -323,14 +306,7 @@ func TestExamplePDB(t *testing.T) {
 	}()
 	Eventually(func() int { mu.Lock(); defer mu.Unlock(); return lowest }).WithTimeout(10*time.Second).Should(Equal(3), "the watch sees three ready replicas")
 
-	Eventually(func() error {
-		cur := &v1alpha1.CleverNodeClass{}
-		if err := env.Client.Get(s.Ctx, client.ObjectKey{Name: "default"}, cur); err != nil {
-			return err
-		}
-		cur.Spec.Labels["team"] = "platform-2"
-		return env.Client.Update(s.Ctx, cur)
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	relabelDefaultClass(s)
 	Eventually(func(g Gomega) {
 		err := env.Client.Get(s.Ctx, client.ObjectKey{Name: oldNode}, &corev1.Node{})
 		g.Expect(err).To(HaveOccurred(), "the drifted node is gone")

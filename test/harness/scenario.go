@@ -200,17 +200,23 @@ func OnePerNode(d *appsv1.Deployment) {
 	}
 }
 
+// Update reads the live obj (by obj's name and namespace), applies change to it and writes it
+// back, retrying on conflicts with the controllers that write the same object.
+func Update[T client.Object](s *Scenario, obj T, change func(T)) {
+	s.T.Helper()
+	s.G.Eventually(func() error {
+		if err := s.Env.Client.Get(s.Ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return s.Env.Client.Update(s.Ctx, obj)
+	}).WithTimeout(10 * time.Second).Should(gomega.Succeed())
+}
+
 // Scale sets a Deployment's replicas.
 func (s *Scenario) Scale(d *appsv1.Deployment, replicas int32) {
 	s.T.Helper()
-	s.G.Eventually(func() error {
-		cur := &appsv1.Deployment{}
-		if err := s.Env.Client.Get(s.Ctx, client.ObjectKeyFromObject(d), cur); err != nil {
-			return err
-		}
-		cur.Spec.Replicas = ptr.To(replicas)
-		return s.Env.Client.Update(s.Ctx, cur)
-	}).WithTimeout(10 * time.Second).Should(gomega.Succeed())
+	Update(s, d.DeepCopy(), func(cur *appsv1.Deployment) { cur.Spec.Replicas = ptr.To(replicas) })
 }
 
 // Pods lists the pods of a Deployment.
