@@ -7,6 +7,15 @@ export GOFLAGS := -buildvcs=false
 export CUE_REGISTRY := none
 
 SHELL := /usr/bin/env bash -o pipefail
+# The spelling of the project's original README works too:
+# `make image IMAGE=<registry>/karpenter-clevercloud TAG=v0.12.0` is KO_DOCKER_REPO and VERSION
+# (ko pushes; there is no separate docker push).
+ifdef IMAGE
+KO_DOCKER_REPO := $(IMAGE)
+endif
+ifdef TAG
+VERSION := $(TAG)
+endif
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 MODULE := github.com/CleverCloud/karpenter-provider-clever-cloud
 LDFLAGS := -s -w -X $(MODULE)/controller/version.Version=$(VERSION)

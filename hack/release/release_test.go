@@ -451,3 +451,22 @@ func ctx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return c
 }
+
+// The original README's `make image IMAGE=… TAG=…` must reach release.sh as KO_DOCKER_REPO and
+// VERSION (a dry run: the real build is TestRelease's).
+func TestMakeImageTakesTheOriginalSpelling(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", "-n", "image", "IMAGE=registry.example.com/karpenter-clevercloud", "TAG=v0.12.0")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n image: %v\n%s", err, out)
+	}
+	want := "VERSION=v0.12.0 KO_DOCKER_REPO=registry.example.com/karpenter-clevercloud BASE_REPO=registry.example.com/karpenter-clevercloud/base "
+	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "release.sh image") {
+		t.Errorf("make -n image printed:\n%s\nwant a release.sh image call with %q", out, want)
+	}
+}
