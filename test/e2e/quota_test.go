@@ -12,8 +12,10 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// quotaWindow is how long the suite watches demand above quota for retry storms.
-const quotaWindow = 60 * time.Second
+// quotaWindow is how long the suite watches demand above quota for retry storms: three of
+// Karpenter's provisioning loops and more, far less than the 3-minute rejection memory, so a
+// launch retried on every loop would show as several cycles.
+const quotaWindow = 30 * time.Second
 
 // 4. Organisation quota: room for two 2XS only (the two S control-plane nodes use 24 of 32 GB).
 // Four one-per-node pods: two run, two stay Pending; the refused groups are deleted, the
