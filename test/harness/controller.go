@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +40,8 @@ type Controller struct {
 	waitErr    error
 	stopOnce   sync.Once
 	killedByUs bool
+	// stopMark is the log's line count when SIGTERM was sent; -1 before.
+	stopMark int
 }
 
 // DeploymentEnv is the controller's environment as the bundle's Deployment gives it, with
@@ -145,6 +148,7 @@ func (e *Env) StartController(ctx context.Context, overrides map[string]string) 
 		MetricsURL: "http://127.0.0.1:" + env["METRICS_PORT"] + "/metrics",
 		HealthURL:  "http://127.0.0.1:" + env["HEALTH_PROBE_PORT"] + "/healthz",
 		done:       make(chan struct{}),
+		stopMark:   -1,
 	}
 	if c.logFile, err = os.Create(c.LogPath); err != nil {
 		return err
@@ -226,6 +230,7 @@ func (c *Controller) Stop() error {
 				err = fmt.Errorf("controller had exited on its own: %v; log tail:\n%s", c.waitErr, c.Tail(30))
 			}
 		default:
+			c.stopMark = c.LineCount()
 			_ = c.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-c.done:
@@ -283,14 +288,22 @@ func (c *Controller) Lines() []LogLine {
 // LineCount is the number of lines logged so far, a mark for ErrorsSince.
 func (c *Controller) LineCount() int { return len(c.Lines()) }
 
-// ErrorsSince returns error (and panic) lines logged after line mark.
+// stopNoise matches the error lines a clean stop produces: controller-runtime logs every
+// reconcile the stop cancelled, and the lease it releases on the way out, at error level.
+var stopNoise = regexp.MustCompile(`"error":"context canceled"|"message":"error received after stop sequence was engaged","error":"leader election lost"`)
+
+// ErrorsSince returns error (and panic) lines logged after line mark, except stopNoise once
+// SIGTERM was sent.
 func (c *Controller) ErrorsSince(mark int) []LogLine {
 	lines := c.Lines()
 	if mark > len(lines) {
 		mark = len(lines)
 	}
 	var out []LogLine
-	for _, l := range lines[mark:] {
+	for i, l := range lines[mark:] {
+		if c.stopMark >= 0 && mark+i >= c.stopMark && stopNoise.MatchString(l.Raw) {
+			continue
+		}
 		switch strings.ToUpper(l.Level) {
 		case "ERROR", "DPANIC", "PANIC", "FATAL":
 			out = append(out, l)
