@@ -544,6 +544,9 @@ func (o *Operator) release(name string, st *groupState, now time.Time) {
 	delete(o.batches, name)
 	if !st.accepted && o.opts.LeakedReservationTTL > 0 && st.rejected != (usage{}) {
 		o.leaks = append(o.leaks, leak{usage: st.rejected, until: now.Add(o.opts.LeakedReservationTTL)})
+		// A reconcile of a stale copy of the group (finalizer already removed) releases it
+		// again: it must not leak twice.
+		st.rejected = usage{}
 	}
 }
 
