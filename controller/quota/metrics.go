@@ -18,8 +18,16 @@ var (
 		Namespace: "karpenter_clevercloud", Subsystem: "quota", Name: "headroom",
 		Help: "Quota left for new nodes, admitted launches included, by resource; absent while the limit is unknown.",
 	}, []string{"resource"})
+	probeWindowGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "karpenter_clevercloud", Subsystem: "quota", Name: "probe_window",
+		Help: "How many launches may await their verdict beyond the provisional limit (CKE's default raised by accepted probes) while the limit is unknown: 1, plus one per accepted probe, back to 1 when a limit is learned.",
+	})
+	probesGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "karpenter_clevercloud", Subsystem: "quota", Name: "probes_in_flight",
+		Help: "Launches admitted beyond the provisional limit and awaiting their verdict.",
+	})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(limitGauge, usageGauge, headroomGauge)
+	crmetrics.Registry.MustRegister(limitGauge, usageGauge, headroomGauge, probeWindowGauge, probesGauge)
 }

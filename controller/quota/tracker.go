@@ -7,10 +7,13 @@
 // is picked up by one more attempt.
 //
 // Until a limit is known, CKE's default quota is a provisional one: launches that fit it are
-// admitted concurrently, and a launch beyond it goes as a single probe — one at a time — so
-// an organisation whose quota was raised still grows, while one on the default quota gets at
-// most one rejection before the limit is learned. A provisional limit never hides flavors
-// from Karpenter; a configured or learned one does.
+// admitted concurrently, and launches beyond it go as probes. One probe at a time at first, so
+// an organisation on the default quota gets at most one rejection before the limit is learned;
+// every accepted probe proves more room and lets one more probe fly (the window doubles with
+// each round of verdicts, up to MaxProbeWindow), so an organisation whose quota was raised
+// grows in a few rounds instead of one node per round. The first rejection teaches the limit
+// and closes the window; what was in flight then is the most that can be refused. A
+// provisional limit never hides flavors from Karpenter; a configured or learned one does.
 package quota
 
 import (
@@ -27,6 +30,10 @@ const LearnedLimitTTL = 15 * time.Minute
 // DefaultLimit is CKE's default organisation quota, the provisional limit until the real one
 // is configured or learned.
 var DefaultLimit = Limit{CPU: 40, GB: 40}
+
+// MaxProbeWindow bounds how many launches may be in flight beyond the provisional limit, hence
+// how many the platform can refuse at once when the real limit is reached.
+const MaxProbeWindow = 16
 
 // ReservationTTL bounds how long an admitted launch holds headroom without its NodeGroup
 // showing up in the usage (a crashed Create must not leak headroom forever).
@@ -77,15 +84,20 @@ type Tracker struct {
 	usage        Usage
 	observed     map[string]bool // NodeGroups counted in usage
 	reservations map[string]reservation
-	// floor is a proven lower bound of the limit: the use at which a probe was accepted.
+	// floor is a proven lower bound of the limit: the use at which a probe was accepted,
+	// probes still in flight excluded.
 	floor Usage
-	// probe is the launch admitted beyond the provisional limit, if any.
-	probe string
+	// probes are the launches admitted beyond the provisional limit, awaiting their verdict.
+	probes map[string]bool
+	// window is how many probes may be in flight: 1, plus one per accepted probe since the
+	// last learned limit, at most MaxProbeWindow.
+	window int
 }
 
 // NewTracker builds a tracker; configured fields that are zero are learned instead.
 func NewTracker(clk clock.Clock, configured Limit) *Tracker {
-	return &Tracker{clock: clk, configured: configured, observed: map[string]bool{}, reservations: map[string]reservation{}}
+	return &Tracker{clock: clk, configured: configured, observed: map[string]bool{}, reservations: map[string]reservation{},
+		probes: map[string]bool{}, window: 1}
 }
 
 // Limit returns the limit in force, and whether each part was configured (else learned or unknown).
@@ -134,21 +146,29 @@ func (t *Tracker) Learn(resource string, limit float64) {
 	case "RAM":
 		t.learnedGB = v
 	}
-	t.probe = ""
+	// The probes in flight are judged against the limit now known; no more go beyond it.
+	clear(t.probes)
+	t.window = 1
 	t.publishLocked()
 }
 
 // Accepted records that the platform accepted a launch. An accepted probe proves the limit
-// is at least the use it brought, which raises the provisional limit.
+// is at least the use it brought, which raises the provisional limit, and widens the window.
 func (t *Tracker) Accepted(group string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.probe != group {
+	if !t.probes[group] {
 		return
 	}
-	t.probe = ""
-	used := t.usedLocked()
-	t.floor = Usage{CPU: max(t.floor.CPU, used.CPU), GB: max(t.floor.GB, used.GB)}
+	delete(t.probes, group)
+	proven := t.usedLocked()
+	for p := range t.probes {
+		if r, ok := t.reservations[p]; ok {
+			proven = proven.Sub(r.usage) // not proven until accepted
+		}
+	}
+	t.floor = Usage{CPU: max(t.floor.CPU, proven.CPU), GB: max(t.floor.GB, proven.GB)}
+	t.window = min(t.window+1, MaxProbeWindow)
 	t.publishLocked()
 }
 
@@ -187,9 +207,7 @@ func (t *Tracker) usedLocked() Usage {
 	for name, r := range t.reservations {
 		if now.Sub(r.at) > ReservationTTL {
 			delete(t.reservations, name)
-			if t.probe == name {
-				t.probe = ""
-			}
+			delete(t.probes, name)
 			continue
 		}
 		used = used.Add(r.usage)
@@ -220,11 +238,12 @@ func (t *Tracker) Admit(group string, u Usage) (bool, Usage) {
 	known := t.limitLocked()
 	h, _ := t.headroomAgainst(t.provisionalLocked())
 	if !u.FitsIn(h) {
-		// Beyond a known limit: refused. Beyond the provisional one only: one probe at a time.
-		if (known.CPU > 0 && u.CPU > h.CPU) || (known.GB > 0 && u.GB > h.GB) || t.probe != "" {
+		// Beyond a known limit: refused. Beyond the provisional one only: a probe, if the
+		// window has room.
+		if (known.CPU > 0 && u.CPU > h.CPU) || (known.GB > 0 && u.GB > h.GB) || len(t.probes) >= t.window {
 			return false, h
 		}
-		t.probe = group
+		t.probes[group] = true
 	}
 	t.reservations[group] = reservation{usage: u, at: t.clock.Now()}
 	t.publishLocked()
@@ -236,9 +255,7 @@ func (t *Tracker) Release(group string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.reservations, group)
-	if t.probe == group {
-		t.probe = ""
-	}
+	delete(t.probes, group)
 	t.publishLocked()
 }
 
@@ -249,6 +266,8 @@ func (t *Tracker) publishLocked() {
 	limitGauge.WithLabelValues("memory_gb").Set(float64(l.GB))
 	usageGauge.WithLabelValues("cpu").Set(float64(t.usage.CPU))
 	usageGauge.WithLabelValues("memory_gb").Set(float64(t.usage.GB))
+	probeWindowGauge.Set(float64(t.window))
+	probesGauge.Set(float64(len(t.probes)))
 	if l.CPU > 0 {
 		headroomGauge.WithLabelValues("cpu").Set(float64(h.CPU))
 	}

@@ -97,36 +97,75 @@ func TestReservationsEndWhenCountedReleasedOrStale(t *testing.T) {
 	g.Expect(h).To(Equal(quota.Usage{CPU: 32, GB: 28}), "a stale reservation stops holding headroom")
 }
 
-func TestBeyondTheDefaultQuotaOneProbeAtATime(t *testing.T) {
+func TestBeyondTheDefaultQuotaProbesWidenWithEachAcceptance(t *testing.T) {
 	g := NewWithT(t)
 	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{})
 	tr.Observe(quota.Usage{CPU: 16, GB: 24}, nil) // two S control-plane nodes
 	m := quota.Usage{CPU: 10, GB: 16}
+	admit := func(name string, u quota.Usage) bool { ok, _ := tr.Admit(name, u); return ok }
 
-	ok, _ := tr.Admit("first", m)
-	g.Expect(ok).To(BeTrue(), "fits CKE's default quota: admitted")
-	ok, _ = tr.Admit("probe", m)
-	g.Expect(ok).To(BeTrue(), "beyond the default quota: admitted as the probe")
-	ok, _ = tr.Admit("third", m)
-	g.Expect(ok).To(BeFalse(), "a second launch beyond the default waits for the probe's verdict")
+	g.Expect(admit("first", m)).To(BeTrue(), "fits CKE's default quota: admitted")
+	g.Expect(admit("p1", m)).To(BeTrue(), "beyond the default quota: admitted as the probe")
+	g.Expect(admit("wait", m)).To(BeFalse(), "a second launch beyond the default waits for the first probe's verdict")
 	_, known := tr.Headroom()
 	g.Expect(known).To(BeFalse(), "a provisional limit hides no flavor")
 
-	// The probe is accepted: the quota was raised, and the proven floor becomes the limit.
-	tr.Accepted("probe")
-	ok, _ = tr.Admit("third", m)
-	g.Expect(ok).To(BeTrue(), "the next launch beyond is the new probe")
-	ok, _ = tr.Admit("fourth", quota.Usage{CPU: 4, GB: 4})
-	g.Expect(ok).To(BeFalse())
+	// Each accepted probe proves room and lets one more fly: 1, 2, 4 in flight per round.
+	tr.Accepted("p1")
+	g.Expect(admit("p2", m)).To(BeTrue())
+	g.Expect(admit("p3", m)).To(BeTrue())
+	g.Expect(admit("wait", m)).To(BeFalse(), "a window of two")
+	tr.Accepted("p2")
+	// p3 is still in flight: the floor counts only what was accepted, so the provisional
+	// limit did not swallow p3 and the window (now 3) has two free slots.
+	g.Expect(admit("p4", m)).To(BeTrue())
+	g.Expect(admit("p5", m)).To(BeTrue())
+	g.Expect(admit("wait", m)).To(BeFalse(), "p3, p4, p5 fill a window of three")
+	tr.Accepted("p3")
+	g.Expect(admit("p6", m)).To(BeTrue())
+	g.Expect(admit("p7", m)).To(BeTrue())
+	g.Expect(admit("wait", m)).To(BeFalse(), "p4 to p7 fill a window of four")
 
-	// The new probe is refused: the limit is learned and now constrains.
-	tr.Release("third")
-	tr.Learn("RAM", 64)
+	// A probe is refused: the limit is learned, the window closes, and only the known
+	// headroom counts from then on.
+	tr.Release("p4")
+	tr.Learn("RAM", 128)
+	tr.Release("p5")
+	tr.Release("p6")
+	tr.Release("p7")
 	h, known := tr.Headroom()
 	g.Expect(known).To(BeTrue())
-	g.Expect(h.GB).To(Equal(int64(64 - 24 - 16 - 16)))
-	ok, _ = tr.Admit("fifth", quota.Usage{CPU: 4, GB: 4})
-	g.Expect(ok).To(BeTrue())
-	ok, _ = tr.Admit("sixth", quota.Usage{CPU: 4, GB: 8})
-	g.Expect(ok).To(BeFalse(), "a known limit is never probed")
+	g.Expect(h.GB).To(Equal(int64(128 - 24 - 4*16)), "control plane, first and p1–p3")
+	// (No vCPU asked: the CPU limit is still provisional, this is about the learned GB.)
+	g.Expect(admit("fits", quota.Usage{GB: 40})).To(BeTrue(), "exactly the known headroom")
+	g.Expect(admit("beyond", quota.Usage{GB: 1})).To(BeFalse(), "a known limit is never probed, though the window is free")
+
+	// Once the learned limit expires, probing starts again from a window of one.
+	clk := clocktesting.NewFakeClock(time.Now())
+	tr = quota.NewTracker(clk, quota.Limit{})
+	tr.Observe(quota.Usage{CPU: 40, GB: 40}, nil)
+	tr.Learn("CPU", 40)
+	clk.Step(quota.LearnedLimitTTL + time.Second)
+	g.Expect(admit("again", m)).To(BeTrue())
+	g.Expect(admit("wait", m)).To(BeFalse(), "one probe after the limit expired")
+}
+
+func TestProbeWindowIsBounded(t *testing.T) {
+	g := NewWithT(t)
+	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{})
+	tr.Observe(quota.Usage{CPU: 40, GB: 40}, nil) // the default quota is used up
+	xs := quota.Usage{CPU: 1, GB: 1}
+	for i := range 4 * quota.MaxProbeWindow {
+		name := fmt.Sprintf("a%d", i)
+		ok, _ := tr.Admit(name, xs)
+		g.Expect(ok).To(BeTrue(), "probe %d", i)
+		tr.Accepted(name)
+	}
+	inFlight := 0
+	for i := range 4 * quota.MaxProbeWindow {
+		if ok, _ := tr.Admit(fmt.Sprintf("b%d", i), xs); ok {
+			inFlight++
+		}
+	}
+	g.Expect(inFlight).To(Equal(quota.MaxProbeWindow), "at most MaxProbeWindow can be refused at once")
 }

@@ -77,7 +77,7 @@ func TestBench(t *testing.T) {
 		budgets(b.Report, r, "quota known")
 	})
 	// As shipped: the bundle's environment, quota not configured, so beyond CKE's default
-	// 40 vCPU / 40 GB the controller probes one launch at a time until it has proven room.
+	// 40 vCPU / 40 GB the controller probes, one launch more per accepted probe.
 	t.Run("scale-as-shipped", func(t *testing.T) {
 		r := b.Scale(t, fmt.Sprintf("scale-%d-as-shipped", scalePods), scalePods, scaleTimeout, true, nil)
 		budgets(b.Report, r, "as shipped, quota not configured")

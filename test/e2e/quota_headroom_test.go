@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
@@ -91,4 +92,34 @@ func TestFreedQuotaIsUsedWithinSeconds(t *testing.T) {
 	Expect(time.Since(freed)).To(BeNumerically("<", 30*time.Second))
 	s.WaitRunning(b, 1, launchTimeout)
 	Expect(rejected()).To(Equal(0.0), "a known quota is never probed")
+}
+
+// Issue 8, as shipped on a raised quota: the organisation has 80 / 80 and the controller knows
+// nothing. Twelve one-per-node 2XS pods need 48 / 48 beyond the control plane's 16 / 24, more
+// than CKE's default leaves: the launches beyond it go as probes, one more per accepted probe,
+// and every pod runs without a single refused NodeGroup.
+func TestRaisedQuotaIsClimbedWithoutRefusals(t *testing.T) {
+	s := env.Scenario(t)
+	// Karpenter retries the launches the tracker holds back (beyond the probe window).
+	s.AllowErrors(`failed launching nodeclaim.*headroom`, `could not schedule pod`)
+	env.Cluster.Operator().Configure(func(o *operator.Options) { o.QuotaCPU, o.QuotaRAMGB = 80, 80 })
+	s.T.Cleanup(func() { s.RestartController(nil) })
+	s.RestartController(nil) // knows no quota
+	rejected := func() float64 {
+		return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
+	}
+
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, []string{"2XS"}, time.Minute, harness.OnDemand)
+	d := s.Deployment("climb", pool.Name, 12, "1", "1Gi", harness.OnePerNode)
+	start := time.Now()
+	s.WaitRunning(d, 12, 3*launchTimeout)
+	t.Logf("12 2XS beyond CKE's default quota, quota unknown: all Running %s after the pods were created", time.Since(start).Round(100*time.Millisecond))
+	Expect(rejected()).To(Equal(0.0), "no NodeGroup refused: the quota was never exceeded")
+	Expect(flavorsOf(s, pool.Name)).To(HaveLen(12))
+	// Eight 2XS went beyond the default as probes; each accepted one widened the window.
+	window := s.Metric("karpenter_clevercloud_quota_probe_window", nil)
+	t.Logf("probe window after the climb: %.0f", window)
+	Expect(window).To(BeNumerically(">=", 2), "probes were let fly more than one at a time")
+	Expect(s.Metric("karpenter_clevercloud_quota_probes_in_flight", nil)).To(BeZero())
 }
