@@ -135,7 +135,7 @@ func TestBeyondTheDefaultQuotaProbesWidenWithEachAcceptance(t *testing.T) {
 	tr.Release("p7")
 	h, known := tr.Headroom()
 	g.Expect(known).To(BeTrue())
-	g.Expect(h.GB).To(Equal(int64(128 - 24 - 4*16)), "control plane, first and p1–p3")
+	g.Expect(h.GB).To(Equal(int64(128-24-4*16)), "control plane, first and p1–p3")
 	// (No vCPU asked: the CPU limit is still provisional, this is about the learned GB.)
 	g.Expect(admit("fits", quota.Usage{GB: 40})).To(BeTrue(), "exactly the known headroom")
 	g.Expect(admit("beyond", quota.Usage{GB: 1})).To(BeFalse(), "a known limit is never probed, though the window is free")
