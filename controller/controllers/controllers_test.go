@@ -139,16 +139,10 @@ func TestProviderIDIsStampedOnNode0OfAManagedOneNodeGroupOnly(t *testing.T) {
 	g.Expect(kube.Create(ctx, resized)).To(Succeed())
 	n0 := newNode(g, ngv1.NodeName(resized.Name, 0), resized.Name, "S", nil)
 	n1 := newNode(g, ngv1.NodeName(resized.Name, 1), resized.Name, "S", nil)
+	var seen []string
 	g.Eventually(func() []string {
-		var reasons []string
-		for {
-			select {
-			case e := <-events.Events:
-				reasons = append(reasons, e)
-			default:
-				return reasons
-			}
-		}
+		seen = append(seen, drain(events.Events)...)
+		return seen
 	}).WithTimeout(wait).Should(ContainElement(ContainSubstring(providerid.ReasonNotStamped)))
 	g.Expect(providerIDOf(g, n0.Name)()).To(BeEmpty())
 	g.Expect(providerIDOf(g, n1.Name)()).To(BeEmpty())

@@ -155,11 +155,14 @@ func (r *namedRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string,
 	r.Eventf(obj, eventtype, reason, format, args...)
 }
 
-func (r *namedRecorder) drain() []string {
-	var out []string
+func (r *namedRecorder) drain() []string { return drain(r.events) }
+
+// drain takes what a channel holds now, without waiting.
+func drain[T any](ch <-chan T) []T {
+	var out []T
 	for {
 		select {
-		case e := <-r.events:
+		case e := <-ch:
 			out = append(out, e)
 		default:
 			return out
