@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"sync"
@@ -97,11 +98,7 @@ func (b *Bench) setup(t *testing.T, consolidateAfter time.Duration) (*harness.Sc
 func (b *Bench) restart(t *testing.T, s *harness.Scenario, overrides map[string]string) time.Duration {
 	t.Helper()
 	s.RestartController(overrides)
-	d, err := b.waitLeader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return b.mustLead(t)
 }
 
 // RestartOutside restarts the controller between scenarios (the next Scenario checks the new
@@ -111,11 +108,7 @@ func (b *Bench) RestartOutside(t *testing.T, overrides map[string]string) time.D
 	if err := b.Env.RestartController(context.Background(), overrides); err != nil {
 		t.Fatal(err)
 	}
-	d, err := b.waitLeader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return b.mustLead(t)
 }
 
 // QuotaKnown tells the controller the lifted quota (CLEVER_CLOUD_QUOTA_*), so that scenarios
@@ -129,14 +122,14 @@ var QuotaKnown = map[string]string{
 func With(ms ...map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, m := range ms {
-		for k, v := range m {
-			out[k] = v
-		}
+		maps.Copy(out, m)
 	}
 	return out
 }
 
-func (b *Bench) waitLeader() (time.Duration, error) {
+// mustLead waits until the controller holds the leader lease and returns how long that took.
+func (b *Bench) mustLead(t *testing.T) time.Duration {
+	t.Helper()
 	began := time.Now()
 	err := harness.Poll(context.Background(), 2*time.Minute, func() error {
 		v, err := b.Env.Controller().Metric("leader_election_master_status", nil)
@@ -148,7 +141,10 @@ func (b *Bench) waitLeader() (time.Duration, error) {
 		}
 		return nil
 	})
-	return time.Since(began), err
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Since(began)
 }
 
 func (b *Bench) cost(t *testing.T, w *Window, r *Result) {

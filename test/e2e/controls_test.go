@@ -6,9 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -30,18 +28,6 @@ func expireAfter(d string) harness.PoolOption {
 
 func budgets(b ...karpv1.Budget) harness.PoolOption {
 	return func(np *karpv1.NodePool) { np.Spec.Disruption.Budgets = b }
-}
-
-// awayFrom keeps the Deployment's pods off nodes running pods labelled app=app.
-func awayFrom(app string) harness.WorkloadOption {
-	return func(d *appsv1.Deployment) {
-		d.Spec.Template.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				TopologyKey:   corev1.LabelHostname,
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-			}},
-		}
-	}
 }
 
 // nodeIntact says why a node is not intact (gone, deleting, or its claim deleting), or "".

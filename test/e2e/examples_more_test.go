@@ -200,7 +200,7 @@ func TestExamplesDisruptionControls(t *testing.T) {
 	guardedNode := guardedPod.Spec.NodeName
 	// After the guarded pod runs: in one batch, Karpenter counts the first claim at its
 	// largest flavor (an XL) against the pool's 16 vCPU limit and defers the second pod.
-	control := s.Deployment("control", "default", 1, "1", "1Gi", awayFrom(guarded.Name))
+	control := s.Deployment("control", "default", 1, "1", "1Gi", harness.AwayFrom(guarded.Spec.Selector.MatchLabels))
 	controlNode := s.WaitRunning(control, 1, launchTimeout)[0].Spec.NodeName
 	frozenNode := s.WaitRunning(probe, 1, launchTimeout)[0].Spec.NodeName
 	Expect(controlNode).NotTo(Equal(guardedNode))

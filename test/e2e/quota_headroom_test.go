@@ -24,10 +24,7 @@ func TestRefusedXLDoesNotBlockAFitting2XS(t *testing.T) {
 	// controller that knows no quota, and leave a fresh one to the next scenario.
 	s.T.Cleanup(func() { s.RestartController(nil) })
 	s.RestartController(nil)
-	rejected := func() float64 {
-		return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
-	}
-	before := rejected()
+	before := refusals(s)
 
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute, harness.OnDemand)
@@ -48,7 +45,7 @@ func TestRefusedXLDoesNotBlockAFitting2XS(t *testing.T) {
 		}
 		g.Expect(flavorsOf(s, pool.Name)).NotTo(ContainElement("XL"))
 	}).WithTimeout(20 * time.Second).WithPolling(time.Second).Should(Succeed())
-	Expect(rejected()-before).To(Equal(1.0), "refused NodeGroups: only the probe that taught the limit")
+	Expect(refusals(s)-before).To(Equal(1.0), "refused NodeGroups: only the probe that taught the limit")
 	Expect(s.Metric("karpenter_clevercloud_quota_limit", map[string]string{"resource": "memory_gb"})).To(Equal(40.0))
 }
 
@@ -59,9 +56,6 @@ func TestFreedQuotaIsUsedWithinSeconds(t *testing.T) {
 	s.AllowErrors(`could not schedule pod`, `failed launching nodeclaim.*headroom`)
 	s.T.Cleanup(func() { s.RestartController(nil) })
 	s.RestartController(map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "40", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "40"})
-	rejected := func() float64 {
-		return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
-	}
 
 	class := s.NodeClass("", nil)
 	// 16 vCPU / 24 GB of 40 / 40 are the control plane's: an M (10 / 16) takes every GB left.
@@ -91,7 +85,7 @@ func TestFreedQuotaIsUsedWithinSeconds(t *testing.T) {
 	t.Logf("quota freed → waiting pool's NodeGroup created: %s", time.Since(freed).Round(100*time.Millisecond))
 	Expect(time.Since(freed)).To(BeNumerically("<", 30*time.Second))
 	s.WaitRunning(b, 1, launchTimeout)
-	Expect(rejected()).To(Equal(0.0), "a known quota is never probed")
+	Expect(refusals(s)).To(Equal(0.0), "a known quota is never probed")
 }
 
 // Issue 8, as shipped on a raised quota: the organisation has 80 / 80 and the controller knows
@@ -105,9 +99,6 @@ func TestRaisedQuotaIsClimbedWithoutRefusals(t *testing.T) {
 	env.Cluster.Operator().Configure(func(o *operator.Options) { o.QuotaCPU, o.QuotaRAMGB = 80, 80 })
 	s.T.Cleanup(func() { s.RestartController(nil) })
 	s.RestartController(nil) // knows no quota
-	rejected := func() float64 {
-		return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
-	}
 
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, []string{"2XS"}, time.Minute, harness.OnDemand)
@@ -115,7 +106,7 @@ func TestRaisedQuotaIsClimbedWithoutRefusals(t *testing.T) {
 	start := time.Now()
 	s.WaitRunning(d, 12, 3*launchTimeout)
 	t.Logf("12 2XS beyond CKE's default quota, quota unknown: all Running %s after the pods were created", time.Since(start).Round(100*time.Millisecond))
-	Expect(rejected()).To(Equal(0.0), "no NodeGroup refused: the quota was never exceeded")
+	Expect(refusals(s)).To(Equal(0.0), "no NodeGroup refused: the quota was never exceeded")
 	Expect(flavorsOf(s, pool.Name)).To(HaveLen(12))
 	// Eight 2XS went beyond the default as probes; each accepted one widened the window.
 	window := s.Metric("karpenter_clevercloud_quota_probe_window", nil)

@@ -17,6 +17,12 @@ import (
 // launch retried on every loop would show as several cycles.
 const quotaWindow = 30 * time.Second
 
+// refusals counts the NodeGroups the platform's quota engine refused since the controller
+// started.
+func refusals(s *harness.Scenario) float64 {
+	return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
+}
+
 // 4. Organisation quota: room for two 2XS only (the two S control-plane nodes use 24 of 32 GB).
 // Four one-per-node pods: two run, two stay Pending; the refused groups are deleted, the
 // claims fail with InsufficientCapacity, and the create/reject cycles stay bounded while the
@@ -41,11 +47,8 @@ func TestQuota(t *testing.T) {
 	ev := s.EventsSince(cloudprovider.ReasonQuotaExceeded, "")[0]
 	Expect(ev.Message).To(MatchRegexp(`Quota exceeded: RAM max: limit = 32\.0 GB \| actual = 36\.0 GB`))
 
-	rejected := func() float64 {
-		return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
-	}
 	start := time.Now()
-	first := rejected()
+	first := refusals(s)
 	// While the demand persists: two pods Pending and unbound, no refused group left behind,
 	// exactly the two accepted groups.
 	Consistently(func(g Gomega) {
@@ -74,7 +77,7 @@ func TestQuota(t *testing.T) {
 			}
 		}
 	}).WithTimeout(quotaWindow).WithPolling(time.Second).Should(Succeed())
-	total := rejected()
+	total := refusals(s)
 	t.Logf("quota: %.0f create/reject cycles before the window, %.0f in total after %s of demand above quota", first, total, time.Since(start).Round(time.Second))
 	// Each refused flavor stays unavailable for the rejection TTL (3 min): beyond the first
 	// burst (one per pending pod), no further cycle in the window.

@@ -190,15 +190,21 @@ func OnDemand(np *karpv1.NodePool) {
 	})
 }
 
-// OnePerNode spreads the Deployment's pods one per node (required anti-affinity on hostname).
-func OnePerNode(d *appsv1.Deployment) {
-	d.Spec.Template.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			TopologyKey:   corev1.LabelHostname,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: d.Spec.Selector.MatchLabels},
-		}},
+// AwayFrom keeps the Deployment's pods off nodes running pods with labels (required
+// anti-affinity on hostname).
+func AwayFrom(labels map[string]string) WorkloadOption {
+	return func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey:   corev1.LabelHostname,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+			}},
+		}
 	}
 }
+
+// OnePerNode spreads the Deployment's pods one per node: away from each other.
+func OnePerNode(d *appsv1.Deployment) { AwayFrom(d.Spec.Selector.MatchLabels)(d) }
 
 // Update reads the live obj (by obj's name and namespace), applies change to it and writes it
 // back, retrying on conflicts with the controllers that write the same object.
