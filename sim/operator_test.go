@@ -145,7 +145,7 @@ func TestNodeLifecycle(t *testing.T) {
 	if n.Spec.ProviderID != "" {
 		t.Errorf("providerID = %q, CKE leaves it empty", n.Spec.ProviderID)
 	}
-	for res, want := range map[corev1.ResourceName]string{"cpu": "6", "memory": "7937580Ki", "ephemeral-storage": "40971488Ki", "pods": "110"} {
+	for res, want := range map[corev1.ResourceName]string{"cpu": "6", "memory": "7553664Ki", "ephemeral-storage": "40971488Ki", "pods": "110"} {
 		if q := n.Status.Capacity[res]; q.String() != want {
 			t.Errorf("capacity %s = %s, want %s", res, q.String(), want)
 		}

@@ -30,12 +30,12 @@ const (
 // catalogue: the simulator plays the platform, and the platform does not read the provider's
 // data. A test asserts both agree.
 var flavors = map[string]Flavor{
-	"2XS": {Name: "2XS", CPU: 4, MemoryKi: 3911884, NominalGB: 4},
-	"XS":  {Name: "XS", CPU: 6, MemoryKi: 7937580, NominalGB: 8},
-	"S":   {Name: "S", CPU: 8, MemoryKi: 11957148, NominalGB: 12},
-	"M":   {Name: "M", CPU: 10, MemoryKi: 15988992, NominalGB: 16},
-	"L":   {Name: "L", CPU: 12, MemoryKi: 23983488, NominalGB: 24},
-	"XL":  {Name: "XL", CPU: 16, MemoryKi: 31977984, NominalGB: 32},
+	"2XS": {Name: "2XS", CPU: 4, MemoryKi: 3715344, NominalGB: 4},
+	"XS":  {Name: "XS", CPU: 6, MemoryKi: 7553664, NominalGB: 8},
+	"S":   {Name: "S", CPU: 8, MemoryKi: 11385832, NominalGB: 12},
+	"M":   {Name: "M", CPU: 10, MemoryKi: 15229256, NominalGB: 16},
+	"L":   {Name: "L", CPU: 12, MemoryKi: 22896304, NominalGB: 24},
+	"XL":  {Name: "XL", CPU: 16, MemoryKi: 30584176, NominalGB: 32},
 }
 
 // LookupFlavor returns the flavor of that name.

@@ -41,7 +41,7 @@ func TestFlavorsMatchBaseCatalogue(t *testing.T) {
 
 func TestResources(t *testing.T) {
 	capacity, allocatable := Resources(MustFlavor("S"))
-	for name, want := range map[string]string{"cpu": "8", "memory": "11957148Ki", "ephemeral-storage": "40971488Ki", "pods": "110"} {
+	for name, want := range map[string]string{"cpu": "8", "memory": "11385832Ki", "ephemeral-storage": "40971488Ki", "pods": "110"} {
 		q := capacity[corev1.ResourceName(name)]
 		if q.String() != want {
 			t.Errorf("capacity %s = %s, want %s", name, q.String(), want)

@@ -99,7 +99,7 @@ func Resources(f Flavor) (capacity, allocatable corev1.ResourceList) {
 	return capacity, allocatable
 }
 
-// kibi keeps the Ki suffix so quantities read like a kubelet's ("11957148Ki").
+// kibi keeps the Ki suffix so quantities read like a kubelet's ("11385832Ki").
 func kibi(n int64) resource.Quantity {
 	return resource.MustParse(strconv.FormatInt(n, 10) + "Ki")
 }

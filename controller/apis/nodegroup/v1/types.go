@@ -16,12 +16,34 @@ const (
 	ConditionReconcileFailed     = "ReconcileFailed"
 	ConditionTerminating         = "Terminating"
 
+	// Phases (status.phase is a free string; these are the values seen live).
+	PhaseCreating      = "Creating"
 	PhaseSynced        = "Synced"
+	PhaseScaling       = "Scaling"
 	PhaseQuotaExceeded = "QuotaExceeded"
+	PhaseUpstreamError = "UpstreamError"
 
-	// ReasonQuotaExceeded is the ReconcileFailed reason of a quota rejection.
+	// ReasonCreating is the ReconcileInProgress reason of an accepted group being built: the
+	// operator's first write on a group it accepted (cke-platform.md §1 rev 2).
+	ReasonCreating = "Creating"
+	// ReasonSynced is the Ready reason once the group's VMs exist.
+	ReasonSynced = "Synced"
+	// ReasonScaling is the ReconcileInProgress reason while a group's node count changes.
+	ReasonScaling = "Scaling"
+	// ReasonQuotaExceeded is the ReconcileFailed reason of a quota rejection. Its message is
+	// empty on today's platform.
 	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonUpstreamError is the ReconcileFailed reason of a transient failure of Clever
+	// Cloud's API; the operator retries on its own. Not a refusal.
+	ReasonUpstreamError = "UpstreamError"
 )
+
+// SupportedFlavors is the served CRD's enum on spec.flavor: the apiserver refuses any other
+// value with a 422 (cke-platform.md §1 rev 2).
+var SupportedFlavors = []string{"2XS", "XS", "S", "M", "L", "XL"}
+
+// DefaultFlavor is the served CRD's default for spec.flavor.
+const DefaultFlavor = "M"
 
 // Labels CKE puts on every worker node.
 const (
