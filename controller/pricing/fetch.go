@@ -34,7 +34,10 @@ const (
 	ReasonSink      = "sink" // the catalogue refused the update
 )
 
-// Endpoints, the values of the failures metric's endpoint label.
+// Endpoints, the values of the failures metric's endpoint label. The product listing is
+// not one of them any more: since 2026-09 it answers 401 without a token, and a listing that
+// cannot be read no longer fails the refresh (see ListingStatus and the
+// product_listing_available gauge); EndpointProduct still names it in logs and errors.
 const (
 	EndpointProduct     = "product"
 	EndpointPriceSystem = "price_system"
@@ -45,7 +48,9 @@ const (
 type refreshError struct {
 	endpoint string
 	reason   string
-	err      error
+	// status is the HTTP status of a ReasonStatus failure, 0 otherwise.
+	status int
+	err    error
 }
 
 func (e *refreshError) Error() string { return fmt.Sprintf("%s: %v", e.endpoint, e.err) }
@@ -80,7 +85,7 @@ func fetch(ctx context.Context, client *http.Client, target string, timeout time
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil, &refreshError{reason: ReasonStatus, err: fmt.Errorf("GET %s: HTTP status %s, want 200", target, resp.Status)}
+		return nil, &refreshError{reason: ReasonStatus, status: resp.StatusCode, err: fmt.Errorf("GET %s: HTTP status %s, want 200", target, resp.Status)}
 	}
 	// A declared length over the cap is refused before reading a byte of it.
 	if resp.ContentLength > maxBytes {

@@ -21,9 +21,16 @@ var (
 	})
 	refreshFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: metricsPrefix + "refresh_failures_total",
-		Help: "Refreshes that failed, by the endpoint at fault (product, price_system, catalog) and " +
-			"reason (request, timeout, status, too_large, malformed, invalid, sink). Each failure keeps the last good prices.",
+		Help: "Refreshes that failed, by the endpoint at fault (price_system, catalog) and " +
+			"reason (request, timeout, status, too_large, malformed, invalid, sink). Each failure keeps the last good prices. " +
+			"An unreadable product listing does not fail a refresh: see product_listing_available.",
 	}, []string{"endpoint", "reason"})
+	productListingAvailable = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: metricsPrefix + "product_listing_available",
+		Help: "1 when the last successful refresh read the product listing (/v4/kubernetes-product) and offers its flavors " +
+			"(of CLEVER_CLOUD_TOPOLOGY, if set); 0 when it could not be read (it answers 401 without a token since 2026-09) " +
+			"and every catalogue flavor is offered, the topology ignored; 0 before the first success.",
+	})
 	consecutiveFailures = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: metricsPrefix + "consecutive_failures",
 		Help: "Refreshes failed in a row since the last success; 0 when the last refresh succeeded.",
@@ -41,7 +48,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(refreshAttempts, refreshFailures, consecutiveFailures, lastSuccess, ratesInUse)
+	crmetrics.Registry.MustRegister(refreshAttempts, refreshFailures, productListingAvailable, consecutiveFailures, lastSuccess, ratesInUse)
 	// Without a refresher, or before it starts, the catalogue prices with the base rates.
 	ratesInUse.WithLabelValues(ResourceVCPU).Set(ReferenceRates.VCPUHourly)
 	ratesInUse.WithLabelValues(ResourceRAMGB).Set(ReferenceRates.RAMGBHourly)

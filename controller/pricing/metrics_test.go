@@ -33,6 +33,7 @@ func TestMetricsRegisteredAndLintClean(t *testing.T) {
 	for _, want := range []string{
 		"karpenter_clevercloud_pricing_refresh_attempts_total",
 		"karpenter_clevercloud_pricing_refresh_failures_total",
+		"karpenter_clevercloud_pricing_product_listing_available",
 		"karpenter_clevercloud_pricing_consecutive_failures",
 		"karpenter_clevercloud_pricing_last_success_timestamp_seconds",
 		"karpenter_clevercloud_pricing_rate_hourly",

@@ -30,7 +30,9 @@ const (
 	RetryInitial = 30 * time.Second
 	// RetryMax caps the retry delay, which also never exceeds the refresh period.
 	RetryMax = 10 * time.Minute
-	// StaleAfterPeriods is how many refresh periods without success make prices stale.
+	// StaleAfterPeriods is how many refresh periods without success make prices stale: they
+	// are stale once the last success is more than StaleAfterPeriods × period old (see Stale).
+	// Two periods leave room for one failed refresh and its retries before anyone is told.
 	StaleAfterPeriods = 2
 )
 
@@ -38,8 +40,44 @@ const (
 type Update struct {
 	// Rates are the live per-resource rates, validated.
 	Rates catalog.Rates
-	// Available are the flavors offered, sorted; nil means no restriction.
+	// Available are the flavors offered, sorted; nil means no restriction: every flavor of
+	// the catalogue is offered, which is what happens whenever the product listing cannot be
+	// read (today, because it answers 401 without a token).
 	Available []string
+}
+
+// ListingStatus says where the flavor availability of the last applied refresh came from.
+type ListingStatus struct {
+	// Readable is true when /v4/kubernetes-product was read and accepted, and its flavors
+	// (of the configured topology, if any) are the ones offered. When false, availability is
+	// the catalogue's: no flavor is withdrawn because the listing could not be read.
+	Readable bool
+	// StatusCode is the HTTP status the listing answered instead of 200 (401 on today's
+	// platform); 0 when it was readable or failed otherwise (timeout, malformed, …).
+	StatusCode int
+	// Problem says why the listing was not used, e.g. "HTTP status 401 Unauthorized"; empty
+	// when Readable.
+	Problem string
+}
+
+// Status is a consistent snapshot of the refresher's state, for the PricesCurrent condition.
+type Status struct {
+	// LastAttempt and LastSuccess are when a refresh last ended, and last ended with prices
+	// applied; zero if never.
+	LastAttempt, LastSuccess time.Time
+	// LastError is the error of the last refresh, nil if it succeeded or none ran yet.
+	LastError error
+	// Stale is Stale() at the time of the snapshot.
+	Stale bool
+	// StaleIn is how long, on the refresher's clock, until the prices turn stale unless a
+	// refresh succeeds first: a nanosecond past the deadline, since Stale is strict. 0 when
+	// they are stale already or never succeeded.
+	StaleIn time.Duration
+	// Listing describes the product listing as of the last success; zero before it.
+	Listing ListingStatus
+	// Topology is the configured topology (settings.topology), "" for all. It only applies
+	// while the listing is readable.
+	Topology string
 }
 
 // Sink applies an Update; the catalogue provides it. An error means the update was not
@@ -63,6 +101,15 @@ func WithJitterSource(fn func() float64) Option { return func(x *Refresher) { x.
 // available-flavor list to its Sink. It never blocks start-up or provisioning: until the
 // first success the catalogue simply keeps its embedded prices, and after a failure it keeps
 // the last good ones.
+//
+// Only the price system is required. The product listing is optional: since 2026-09 it
+// answers 401 without a token, and a refresher that needed it would never refresh a price on
+// today's platform. When it cannot be read (401 or any other failure), the refresh still
+// applies the rates and offers every catalogue flavor; the topology filter, which needs the
+// listing, is then ignored.
+//
+// Subscribers (Subscribe) are told whenever the state Status reports may have changed: after
+// every recorded attempt, and when the last success passes its staleness deadline.
 type Refresher struct {
 	productURL  string
 	priceURL    string
@@ -83,6 +130,17 @@ type Refresher struct {
 	lastErr     error
 	failures    int
 	lastUpdate  *Update
+	listing     ListingStatus
+	// listingKey identifies the listing's state last logged, so that a listing answering 401
+	// every period is logged once, when it starts, not once per refresh.
+	listingKey string
+	staleTimer clock.Timer // fires just past the staleness deadline of the last success
+
+	// subMu guards subscribers alone and is never held while calling the clock: a fake
+	// clock runs AfterFunc callbacks (notify) under its own lock, while mu is held around
+	// clock calls, so sharing mu would deadlock.
+	subMu       sync.Mutex
+	subscribers []chan struct{}
 }
 
 var (
@@ -158,6 +216,7 @@ func (r *Refresher) Start(ctx context.Context) error {
 	ratesInUse.WithLabelValues(ResourceRAMGB).Set(r.reference.RAMGBHourly)
 	logger.Info("starting price refresher", "productURL", r.productURL, "priceSystemURL", r.priceURL,
 		"topology", r.topology, "period", r.period)
+	defer r.stopStaleTimer()
 	for {
 		delay, _ := r.refresh(ctx)
 		if ctx.Err() != nil {
@@ -188,7 +247,7 @@ func (r *Refresher) refresh(ctx context.Context) (time.Duration, error) {
 	logger := log.FromContext(ctx).WithName("pricing")
 
 	refreshAttempts.Inc()
-	update, err := r.fetchUpdate(ctx)
+	update, listing, err := r.fetchUpdate(ctx)
 	if err == nil {
 		if sinkErr := r.sink(ctx, update); sinkErr != nil {
 			err = &refreshError{endpoint: EndpointCatalog, reason: ReasonSink, err: fmt.Errorf("applying the update: %w", sinkErr)}
@@ -203,6 +262,7 @@ func (r *Refresher) refresh(ctx context.Context) (time.Duration, error) {
 	r.mu.Lock()
 	r.lastAttempt = now
 	previous := r.lastUpdate
+	listingChanged := false
 	if err != nil {
 		r.failures++
 		r.lastErr = err
@@ -212,9 +272,16 @@ func (r *Refresher) refresh(ctx context.Context) (time.Duration, error) {
 		r.lastSuccess = now
 		// A copy, so that a sink keeping and editing the list cannot fake "no change".
 		r.lastUpdate = &Update{Rates: update.Rates, Available: slices.Clone(update.Available)}
+		r.listing = listing
+		if key := listingKey(listing); key != r.listingKey {
+			r.listingKey, listingChanged = key, true
+		}
+		r.armStaleTimerLocked()
 	}
 	failures := r.failures
 	r.mu.Unlock()
+	// After the state is recorded, so that a subscriber reading Status sees this attempt.
+	defer r.notify()
 
 	delay := r.nextDelay(failures)
 	consecutiveFailures.Set(float64(failures))
@@ -225,6 +292,10 @@ func (r *Refresher) refresh(ctx context.Context) (time.Duration, error) {
 			"endpoint", re.endpoint, "reason", re.reason, "consecutiveFailures", failures, "retryIn", delay)
 		return delay, err
 	}
+	productListingAvailable.Set(boolGauge(listing.Readable))
+	if listingChanged {
+		r.logListing(logger, listing)
+	}
 	logChanges(logger, previous, update)
 	lastSuccess.Set(float64(now.Unix()))
 	ratesInUse.WithLabelValues(ResourceVCPU).Set(update.Rates.VCPUHourly)
@@ -234,24 +305,141 @@ func (r *Refresher) refresh(ctx context.Context) (time.Duration, error) {
 	return delay, nil
 }
 
-func (r *Refresher) fetchUpdate(ctx context.Context) (Update, error) {
-	body, err := fetch(ctx, r.client, r.productURL, r.timeout, MaxBodyBytes)
+// fetchUpdate reads the product listing, then the price system. Only the price system can
+// fail the refresh: a listing that cannot be read leaves Available nil (every catalogue
+// flavor) and says why in the ListingStatus.
+func (r *Refresher) fetchUpdate(ctx context.Context) (Update, ListingStatus, error) {
+	available, listing := r.fetchListing(ctx)
+	body, err := fetch(ctx, r.client, r.priceURL, r.timeout, MaxBodyBytes)
 	if err != nil {
-		return Update{}, withEndpoint(EndpointProduct, err)
-	}
-	available, err := DecodeProduct(body, r.topology)
-	if err != nil {
-		return Update{}, withEndpoint(EndpointProduct, err)
-	}
-	body, err = fetch(ctx, r.client, r.priceURL, r.timeout, MaxBodyBytes)
-	if err != nil {
-		return Update{}, withEndpoint(EndpointPriceSystem, err)
+		return Update{}, listing, withEndpoint(EndpointPriceSystem, err)
 	}
 	rates, err := DecodePriceSystem(body, r.zone, r.reference)
 	if err != nil {
-		return Update{}, withEndpoint(EndpointPriceSystem, err)
+		return Update{}, listing, withEndpoint(EndpointPriceSystem, err)
 	}
-	return Update{Rates: rates, Available: available}, nil
+	return Update{Rates: rates, Available: available}, listing, nil
+}
+
+// fetchListing reads the available flavors from the product listing. Any failure, the 401
+// of today's platform first of all, falls back to the catalogue (nil) rather than keeping
+// an earlier listing: a listing that is no longer public would otherwise freeze the offer
+// forever, and a transient failure only offers the catalogue until the next refresh.
+func (r *Refresher) fetchListing(ctx context.Context) ([]string, ListingStatus) {
+	body, err := fetch(ctx, r.client, r.productURL, r.timeout, MaxBodyBytes)
+	if err == nil {
+		var available []string
+		if available, err = DecodeProduct(body, r.topology); err == nil {
+			return available, ListingStatus{Readable: true}
+		}
+	}
+	re := classify(EndpointProduct, err)
+	problem := re.err.Error()
+	if re.status != 0 {
+		problem = fmt.Sprintf("HTTP status %d %s", re.status, http.StatusText(re.status))
+	}
+	return nil, ListingStatus{StatusCode: re.status, Problem: problem}
+}
+
+// listingKey is what must change for the listing's state to be logged again: readability
+// and the status code or failure reason, not the error text (which may carry varying detail).
+func listingKey(l ListingStatus) string {
+	if l.Readable {
+		return "readable"
+	}
+	if l.StatusCode != 0 {
+		return fmt.Sprintf("status %d", l.StatusCode)
+	}
+	return "unreadable"
+}
+
+// logListing logs a change of the listing's state, at info level: a 401 is the platform's
+// normal answer since 2026-09, not an error to page anyone about, and the refresh succeeded.
+func (r *Refresher) logListing(logger logr.Logger, l ListingStatus) {
+	if l.Readable {
+		logger.Info("product listing readable; offering the flavors it lists", "productURL", r.productURL, "topology", r.topology)
+		return
+	}
+	kv := []any{"productURL", r.productURL, "problem", l.Problem}
+	if r.topology != "" {
+		kv = append(kv, "ignoredTopology", r.topology)
+	}
+	logger.Info("product listing unreadable; flavor availability comes from the catalogue until it is readable again", kv...)
+}
+
+// Subscribe returns a channel that receives a value whenever Status may have changed. It is
+// buffered by one and never blocks the refresher: signals coalesce, so a subscriber must
+// read Status afresh on each one rather than count them.
+func (r *Refresher) Subscribe() <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	r.subMu.Lock()
+	defer r.subMu.Unlock()
+	r.subscribers = append(r.subscribers, ch)
+	return ch
+}
+
+func (r *Refresher) notify() {
+	r.subMu.Lock()
+	defer r.subMu.Unlock()
+	for _, ch := range r.subscribers {
+		select {
+		case ch <- struct{}{}:
+		default: // a signal is already pending
+		}
+	}
+}
+
+// armStaleTimerLocked (re)arms the notification of the staleness deadline of the success
+// just recorded: Stale turns true strictly after StaleAfterPeriods periods, hence the extra
+// nanosecond. r.mu must be held.
+func (r *Refresher) armStaleTimerLocked() {
+	if r.staleTimer != nil {
+		r.staleTimer.Stop()
+	}
+	d := StaleAfterPeriods*r.period + time.Nanosecond
+	if c, ok := r.clock.(clock.WithDelayedExecution); ok {
+		r.staleTimer = c.AfterFunc(d, r.notify)
+		return
+	}
+	// A clock without AfterFunc: a timer and a goroutine that ends when it fires or stops.
+	t := r.clock.NewTimer(d)
+	stopped := make(chan struct{})
+	r.staleTimer = &stoppableTimer{Timer: t, stopped: stopped}
+	go func() {
+		select {
+		case <-t.C():
+			r.notify()
+		case <-stopped:
+		}
+	}()
+}
+
+func (r *Refresher) stopStaleTimer() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.staleTimer != nil {
+		r.staleTimer.Stop()
+		r.staleTimer = nil
+	}
+}
+
+// stoppableTimer also ends the goroutine waiting on the timer when stopped.
+type stoppableTimer struct {
+	clock.Timer
+	stopped chan struct{}
+	once    sync.Once
+}
+
+func (t *stoppableTimer) Stop() bool {
+	t.once.Do(func() { close(t.stopped) })
+	return t.Timer.Stop()
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func withEndpoint(endpoint string, err error) error {
@@ -318,12 +506,40 @@ func (r *Refresher) LastError() error {
 // Stale reports whether the prices in use can no longer be trusted to be current: no
 // success for more than StaleAfterPeriods periods, or the first attempts all failed (the
 // catalogue is then still on its embedded prices). Before the first attempt it is false:
-// the embedded prices are expected then.
+// the embedded prices are expected then. A product listing that cannot be read never makes
+// prices stale: it only decides where availability comes from.
 func (r *Refresher) Stale() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	stale, _ := r.staleLocked()
+	return stale
+}
+
+// staleLocked returns Stale and, when not stale after a success, the time left until it is.
+func (r *Refresher) staleLocked() (bool, time.Duration) {
 	if r.lastSuccess.IsZero() {
-		return !r.lastAttempt.IsZero()
+		return !r.lastAttempt.IsZero(), 0
 	}
-	return r.clock.Since(r.lastSuccess) > StaleAfterPeriods*r.period
+	left := StaleAfterPeriods*r.period - r.clock.Since(r.lastSuccess)
+	if left < 0 {
+		return true, 0
+	}
+	// At exactly the deadline prices are not stale yet: the caller must look again just past it.
+	return false, left + time.Nanosecond
+}
+
+// Status returns a snapshot of the refresher's state.
+func (r *Refresher) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stale, left := r.staleLocked()
+	return Status{
+		LastAttempt: r.lastAttempt,
+		LastSuccess: r.lastSuccess,
+		LastError:   r.lastErr,
+		Stale:       stale,
+		StaleIn:     left,
+		Listing:     r.listing,
+		Topology:    r.topology,
+	}
 }

@@ -1,5 +1,11 @@
-// Package priceapi is a fake of Clever Cloud's public, token-less pricing API: the two
-// documents the price refresher reads, /v4/kubernetes-product and /v4/billing/price-system.
+// Package priceapi is a fake of Clever Cloud's public pricing API: the two documents the
+// price refresher reads, /v4/kubernetes-product and /v4/billing/price-system.
+//
+// Like today's platform (cke-platform.md §4, rev 2), the price system is public and the
+// product listing answers 401 to a request without a token, which the refresher never has.
+// The listing as it was served before 2026-09 (the "legacy" listing) stays available, with
+// Options.LegacyProduct or SetLegacyProduct, for the scenarios that need flavor availability
+// from the API (a flavor leaving the listing).
 //
 // The documents are shaped like the live ones (several topologies, a versions object, a
 // price system with many unrelated services, eleven of them on tiered plans whose first tier
@@ -84,6 +90,18 @@ const (
 // OversizedBytes is the least size of an Oversized answer.
 const OversizedBytes = 2 << 20
 
+// UnauthorizedBody is what the product listing answers, with HTTP 401, unless the legacy
+// listing is on. It is an approximation of the live answer, shaped like the API's other
+// errors ({"id", "message", "type"}); clients must rely on the status code only.
+const UnauthorizedBody = `{"id":401,"message":"Unauthorized: this endpoint requires an OAuth token","type":"error"}`
+
+// Options set the fake's initial state, which Reset returns to.
+type Options struct {
+	// LegacyProduct serves the product listing, as the API did before 2026-09, instead of
+	// answering 401.
+	LegacyProduct bool
+}
+
 // Topology is one entry of the kubernetes-product document.
 type Topology struct {
 	Topology         string   `json:"topology"`
@@ -105,14 +123,18 @@ type State struct {
 	// can make them disagree with the client's expectations.
 	ZoneID   string `json:"zoneID"`
 	Currency string `json:"currency"`
-	// Topologies are served in order.
+	// Topologies are served in order, when the legacy listing is on.
 	Topologies []Topology `json:"topologies"`
+	// LegacyProduct serves the product listing; false answers 401 (UnauthorizedBody), as the
+	// live API does since 2026-09. A fault set on the product endpoint wins over both.
+	LegacyProduct bool `json:"legacyProduct"`
 }
 
 // Server is the fake API; it is an http.Handler and safe for concurrent use.
 type Server struct {
 	product     productDoc
 	priceSystem priceSystemDoc
+	options     Options
 
 	mu       sync.Mutex
 	state    State
@@ -121,9 +143,14 @@ type Server struct {
 	once     sync.Once
 }
 
-// New returns a fake serving the embedded documents, healthy.
-func New() *Server {
-	s := &Server{requests: map[Endpoint]int{}, closed: make(chan struct{})}
+// New returns a fake of today's API: the embedded price system, healthy, and a product
+// listing that answers 401.
+func New() *Server { return NewWithOptions(Options{}) }
+
+// NewWithOptions returns a fake serving the embedded documents, healthy, in the mode the
+// options choose.
+func NewWithOptions(o Options) *Server {
+	s := &Server{requests: map[Endpoint]int{}, closed: make(chan struct{}), options: o}
 	if err := json.Unmarshal(ProductDocument(), &s.product); err != nil {
 		panic(fmt.Sprintf("priceapi: embedded product document: %v", err))
 	}
@@ -140,6 +167,9 @@ func (s *Server) initialState() State {
 		ZoneID:     s.priceSystem.ZoneID,
 		Currency:   s.priceSystem.Currency,
 		Topologies: cloneTopologies(s.product.Topologies),
+		// The listing's content is kept in both modes, so that switching to the legacy
+		// listing at run time serves the embedded topologies.
+		LegacyProduct: s.options.LegacyProduct,
 	}
 	for _, c := range s.priceSystem.Countable {
 		switch c.Service {
@@ -152,7 +182,8 @@ func (s *Server) initialState() State {
 	return st
 }
 
-// Reset puts the fake back to the embedded documents, healthy, and clears request counts.
+// Reset puts the fake back to the embedded documents, healthy, in the mode New or
+// NewWithOptions chose, and clears request counts.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -198,6 +229,11 @@ func (s *Server) SetEndpointFault(e Endpoint, f Fault) {
 // per nominal GB per hour).
 func (s *Server) SetRates(vcpuHourly, ramGBHourly float64) {
 	s.update(func(st *State) { st.VCPUHourly, st.RAMGBHourly = vcpuHourly, ramGBHourly })
+}
+
+// SetLegacyProduct serves the product listing as before 2026-09 (on) or answers 401 (off).
+func (s *Server) SetLegacyProduct(on bool) {
+	s.update(func(st *State) { st.LegacyProduct = on })
 }
 
 // SetTieredKubernetes gives (or removes) a free first tier on the Kubernetes node countables.
@@ -275,6 +311,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-s.closed:
 		}
+		return
+	}
+	// Any fault on the product endpoint, malformed and oversized included, wins over the 401:
+	// the faults exist to exercise the client, whatever the mode.
+	if e == Product && !st.LegacyProduct && fault == Healthy {
+		// RFC 9110 requires a challenge with a 401; the realm is illustrative.
+		w.Header().Set("WWW-Authenticate", `OAuth realm="https://api.clever-cloud.com"`)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(UnauthorizedBody))
 		return
 	}
 
@@ -441,13 +487,17 @@ type Running struct {
 	ln  net.Listener
 }
 
-// Start serves a new fake on addr ("127.0.0.1:0" picks a free port) until Close.
-func Start(addr string) (*Running, error) {
+// Start serves a new fake of today's API on addr ("127.0.0.1:0" picks a free port) until
+// Close.
+func Start(addr string) (*Running, error) { return StartWithOptions(addr, Options{}) }
+
+// StartWithOptions is Start with the fake's initial mode.
+func StartWithOptions(addr string, o Options) (*Running, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("priceapi: listen on %s: %w", addr, err)
 	}
-	s := New()
+	s := NewWithOptions(o)
 	r := &Running{
 		Server: s,
 		URL:    "http://" + strings.Replace(ln.Addr().String(), "[::]", "127.0.0.1", 1),

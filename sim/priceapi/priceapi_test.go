@@ -39,7 +39,7 @@ func kubernetesPlans(doc priceSystemDoc, service string) []plan {
 // The refresher's tests rely on the documents looking like the live ones; pin the traits that
 // matter so that nobody "simplifies" the fixture into something a naive parser would pass.
 func TestDocumentsAreRealistic(t *testing.T) {
-	s := New()
+	s := NewWithOptions(Options{LegacyProduct: true})
 	doc := decodePriceSystem(t, get(t, s, PriceSystemPath+"?zone_id=par").Body.Bytes())
 	if doc.ZoneID != "par" || doc.Currency != "EUR" {
 		t.Fatalf("zone %q currency %q, want par EUR", doc.ZoneID, doc.Currency)
@@ -70,7 +70,7 @@ func TestDocumentsAreRealistic(t *testing.T) {
 }
 
 func TestSwitches(t *testing.T) {
-	s := New()
+	s := NewWithOptions(Options{LegacyProduct: true})
 
 	s.SetRates(0.004, 0.006)
 	s.SetTieredKubernetes(true)
@@ -123,6 +123,56 @@ func TestSwitches(t *testing.T) {
 	}
 }
 
+// Today's API answers 401 on the product listing to a client without a token; the legacy
+// listing is a mode, chosen at construction (and kept by Reset) or switched at run time.
+func TestProductListingAnswers401UnlessLegacy(t *testing.T) {
+	s := New()
+	w := get(t, s, ProductPath)
+	if w.Code != http.StatusUnauthorized {
+		t.Fatalf("product status %d, want 401", w.Code)
+	}
+	var body struct {
+		ID      int    `json:"id"`
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.ID != 401 || body.Type != "error" || body.Message == "" {
+		t.Fatalf("401 body %q (%v), want a JSON error", w.Body.String(), err)
+	}
+	if w.Header().Get("WWW-Authenticate") == "" || w.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("401 headers %v", w.Header())
+	}
+	if w := get(t, s, PriceSystemPath+"?zone_id=par"); w.Code != http.StatusOK {
+		t.Fatalf("price system status %d, want 200 without a token", w.Code)
+	}
+	if s.Requests(Product) != 1 {
+		t.Fatalf("%d product requests counted, want 1", s.Requests(Product))
+	}
+
+	s.SetLegacyProduct(true)
+	var product productDoc
+	if w := get(t, s, ProductPath); w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &product) != nil || len(product.Topologies) != 3 {
+		t.Fatalf("legacy listing: status %d, body %q", w.Code, w.Body.String())
+	}
+	// A fault wins over either mode.
+	s.SetLegacyProduct(false)
+	s.SetEndpointFault(Product, ServerError)
+	if w := get(t, s, ProductPath); w.Code != http.StatusInternalServerError {
+		t.Fatalf("faulty product status %d, want 500", w.Code)
+	}
+	s.Reset()
+	if w := get(t, s, ProductPath); w.Code != http.StatusUnauthorized || s.State().LegacyProduct {
+		t.Fatalf("after Reset: status %d, want 401", w.Code)
+	}
+
+	legacy := NewWithOptions(Options{LegacyProduct: true})
+	legacy.SetLegacyProduct(false)
+	legacy.Reset()
+	if w := get(t, legacy, ProductPath); w.Code != http.StatusOK {
+		t.Fatalf("legacy fake after Reset: status %d, want 200", w.Code)
+	}
+}
+
 func TestStallEndsWithRequestContext(t *testing.T) {
 	s := New()
 	s.SetFault(Stall)
@@ -158,6 +208,7 @@ func TestStartAndControlOverHTTP(t *testing.T) {
 	st := r.State()
 	st.VCPUHourly = 0.005
 	st.Faults = map[Endpoint]Fault{Product: Stall}
+	st.LegacyProduct = true
 	body, _ := json.Marshal(st)
 	req, _ := http.NewRequest(http.MethodPut, r.URL+ControlPath, bytes.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
@@ -169,7 +220,7 @@ func TestStartAndControlOverHTTP(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("control status %d", resp.StatusCode)
 	}
-	if got := r.State(); got.VCPUHourly != 0.005 || got.Faults[Product] != Stall {
+	if got := r.State(); got.VCPUHourly != 0.005 || got.Faults[Product] != Stall || !got.LegacyProduct {
 		t.Fatalf("state after PUT %+v", got)
 	}
 

@@ -70,6 +70,23 @@ func renderFlavorsConfig(t *testing.T, pins string) string {
 	return ""
 }
 
+// pricesCurrent waits for the class's PricesCurrent condition to have status and reason, and
+// returns its message.
+func pricesCurrent(s *harness.Scenario, class *v1alpha1.CleverNodeClass, want metav1.ConditionStatus, reason string) string {
+	s.T.Helper()
+	var msg string
+	Eventually(func(g Gomega) {
+		got := &v1alpha1.CleverNodeClass{}
+		g.Expect(s.Env.Client.Get(s.Ctx, client.ObjectKeyFromObject(class), got)).To(Succeed())
+		cond := got.StatusConditions().Get(v1alpha1.ConditionPricesCurrent)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(want), "PricesCurrent %+v", cond)
+		g.Expect(cond.Reason).To(Equal(reason))
+		msg = cond.Message
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	return msg
+}
+
 // restoreController puts the controller back as the bundle ships it after the scenario.
 func restoreController(s *harness.Scenario) {
 	s.T.Cleanup(func() {
@@ -96,7 +113,8 @@ func TestPinnedPriceInFlavorsDecidesTheFlavor(t *testing.T) {
 }
 
 // A rate change on the public API reprices every flavor at the next refresh, and Karpenter
-// replaces the node with the new cheapest flavor. XS is pinned at 0.05 EUR/h; at the default
+// replaces the node with the new cheapest flavor. The price system alone carries the rates:
+// the product listing answers 401, as on today's API. XS is pinned at 0.05 EUR/h; at the default
 // rates 2XS (0.0333) is cheaper, at a vCPU rate of 0.01 it costs 0.0622 and XS wins.
 func TestRateChangeReplacesTheNodeWithTheNewCheapestFlavor(t *testing.T) {
 	s := env.Scenario(t)
@@ -122,6 +140,53 @@ func TestRateChangeReplacesTheNodeWithTheNewCheapestFlavor(t *testing.T) {
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
+// On today's API the product listing answers 401: prices still refresh from the price
+// system, no flavor is withdrawn (availability is the catalogue's), and the configured
+// topology, which only the listing can apply, is ignored and said so. ALL_IN_ONE does not list
+// 2XS, so a pod landing on a 2XS shows the topology was not applied. Nothing is logged as an
+// error: the scenario's log check fails on any error line.
+func TestPricesRefreshWhileTheProductListingAnswers401(t *testing.T) {
+	s := env.Scenario(t)
+	restoreController(s)
+	s.RestartController(map[string]string{"CLEVER_CLOUD_TOPOLOGY": "ALL_IN_ONE"})
+	Eventually(func() float64 {
+		return s.Metric("karpenter_clevercloud_pricing_last_success_timestamp_seconds", nil)
+	}).WithTimeout(time.Minute).WithPolling(250*time.Millisecond).Should(BeNumerically(">", 0), "a successful price refresh")
+	Expect(s.Metric("karpenter_clevercloud_pricing_product_listing_available", nil)).To(Equal(0.0))
+	Expect(s.Metric("karpenter_clevercloud_pricing_consecutive_failures", nil)).To(Equal(0.0))
+
+	class := s.NodeClass("", nil)
+	msg := pricesCurrent(s, class, metav1.ConditionTrue, "ProductListingUnavailable")
+	Expect(msg).To(ContainSubstring("flavor availability comes from the catalogue because the product listing answered HTTP status 401"))
+	Expect(msg).To(ContainSubstring(`topology "ALL_IN_ONE" (CLEVER_CLOUD_TOPOLOGY) is ignored`))
+
+	pool := s.NodePool("", class, []string{"2XS", "S"}, time.Minute, harness.OnDemand)
+	d := s.Deployment("no-listing", pool.Name, 1, "1", "1Gi")
+	s.WaitRunning(d, 1, launchTimeout)
+	Expect(flavorsOf(s, pool.Name)).To(ConsistOf("2XS"))
+}
+
+// The legacy API, which served the product listing without a token: the listing decides
+// availability again, for the configured topology only (ALL_IN_ONE has no 2XS, so S wins).
+func TestLegacyProductListingRestrictsToTheTopology(t *testing.T) {
+	s := env.Scenario(t)
+	restoreController(s) // its Reset puts the fake back to answering 401
+	s.Env.Prices.SetLegacyProduct(true)
+	s.RestartController(map[string]string{"CLEVER_CLOUD_TOPOLOGY": "ALL_IN_ONE"})
+	Eventually(func() float64 {
+		return s.Metric("karpenter_clevercloud_pricing_product_listing_available", nil)
+	}).WithTimeout(time.Minute).WithPolling(250*time.Millisecond).Should(Equal(1.0), "a refresh that read the listing")
+
+	class := s.NodeClass("", nil)
+	msg := pricesCurrent(s, class, metav1.ConditionTrue, "Refreshed")
+	Expect(msg).To(ContainSubstring(`flavors offered as the product listing lists them for topology "ALL_IN_ONE"`))
+
+	pool := s.NodePool("", class, []string{"2XS", "S"}, time.Minute, harness.OnDemand)
+	d := s.Deployment("listed", pool.Name, 1, "1", "1Gi")
+	s.WaitRunning(d, 1, launchTimeout)
+	Expect(flavorsOf(s, pool.Name)).To(ConsistOf("S"))
+}
+
 // With the price API down the controller starts, provisions on the embedded catalogue, and
 // says on the CleverNodeClass that prices are not current.
 func TestProvisionsWhileThePriceAPIIsDown(t *testing.T) {
@@ -137,15 +202,10 @@ func TestProvisionsWhileThePriceAPIIsDown(t *testing.T) {
 	s.WaitRunning(d, 1, launchTimeout)
 	Expect(flavorsOf(s, pool.Name)).To(ConsistOf("2XS"))
 	Expect(s.Metric("karpenter_clevercloud_catalog_flavor_price_hourly", map[string]string{"flavor": "2XS"})).To(Equal(0.0333))
-	Eventually(func(g Gomega) {
-		got := &v1alpha1.CleverNodeClass{}
-		g.Expect(s.Env.Client.Get(s.Ctx, client.ObjectKeyFromObject(class), got)).To(Succeed())
-		cond := got.StatusConditions().Get(v1alpha1.ConditionPricesCurrent)
-		g.Expect(cond).NotTo(BeNil())
-		g.Expect(cond.IsFalse()).To(BeTrue(), "PricesCurrent=%s", cond.Status)
-		g.Expect(cond.Message).To(ContainSubstring("embedded catalogue"))
-		g.Expect(got.StatusConditions().Root().IsTrue()).To(BeTrue(), "stale prices never block provisioning")
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	Expect(pricesCurrent(s, class, metav1.ConditionFalse, "RefreshFailing")).To(ContainSubstring("embedded catalogue"))
+	got := &v1alpha1.CleverNodeClass{}
+	Expect(s.Env.Client.Get(s.Ctx, client.ObjectKeyFromObject(class), got)).To(Succeed())
+	Expect(got.StatusConditions().Root().IsTrue()).To(BeTrue(), "stale prices never block provisioning")
 }
 
 // The shipped Deployment's pod passes the Pod Security "restricted" profile its namespace

@@ -17,6 +17,9 @@ import (
 
 // retireFlavor makes the fake price API stop listing flavor in every topology.
 func retireFlavor(flavor string) {
+	// Only the legacy product listing can retire a flavor: today's platform answers it 401 and
+	// availability then comes from the catalogue. The scenario's Prices.Reset restores the 401.
+	env.Prices.SetLegacyProduct(true)
 	for _, topo := range env.Prices.State().Topologies {
 		env.Prices.SetAvailableFlavors(topo.Topology, slices.DeleteFunc(slices.Clone(topo.AvailableFlavors), func(f string) bool { return f == flavor }))
 	}
