@@ -169,3 +169,245 @@ func TestProbeWindowIsBounded(t *testing.T) {
 	}
 	g.Expect(inFlight).To(Equal(quota.MaxProbeWindow), "at most MaxProbeWindow can be refused at once")
 }
+
+// Sizes of CKE's flavors in quota terms.
+var (
+	f2XS = quota.Usage{CPU: 4, GB: 4}
+	fXS  = quota.Usage{CPU: 6, GB: 8}
+	fS   = quota.Usage{CPU: 8, GB: 12}
+	fM   = quota.Usage{CPU: 10, GB: 16}
+	fL   = quota.Usage{CPU: 12, GB: 24}
+	fXL  = quota.Usage{CPU: 16, GB: 32}
+	// controlPlane is two S control-plane nodes.
+	controlPlane = quota.Usage{CPU: 16, GB: 24}
+)
+
+func observeProven(tr *quota.Tracker, u quota.Usage) {
+	tr.Record(quota.Observation{Usage: u, Proven: u, Groups: map[string]quota.Group{}})
+}
+
+func TestARefusalWithoutMessageInfersTheDefaultQuota(t *testing.T) {
+	g := NewWithT(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	tr := quota.NewTracker(clk, quota.Limit{})
+	observeProven(tr, controlPlane)
+
+	ok, _ := tr.Admit("xl", fXL)
+	g.Expect(ok).To(BeTrue(), "beyond CKE's default: the probe")
+	r := tr.Refused("xl", fXL)
+	g.Expect(r.Point).To(Equal(quota.Usage{CPU: 32, GB: 56}))
+	g.Expect(r.Resource).To(Equal("RAM"), "the default quota explains the refusal by its memory")
+	g.Expect(r.Limit).To(Equal(quota.Limit{CPU: 40, GB: 40}))
+	g.Expect(r.Explained).To(BeTrue())
+
+	h, known := tr.Headroom()
+	g.Expect(known).To(BeTrue(), "a remembered refusal puts the estimate in force: flavors beyond it are hidden")
+	g.Expect(h).To(Equal(quota.Usage{CPU: 24, GB: 16}))
+	ok, _ = tr.Admit("l", fL)
+	g.Expect(ok).To(BeFalse(), "no second probe beyond the estimate")
+	ok, _ = tr.Admit("m", fM)
+	g.Expect(ok).To(BeTrue())
+
+	// The bound expires: a raised quota is then found by one more probe.
+	tr.Release("m")
+	clk.Step(quota.LearnedLimitTTL + time.Second)
+	observeProven(tr, controlPlane)
+	g.Expect(tr.Limit()).To(Equal(quota.Limit{}))
+	ok, _ = tr.Admit("xl-again", fXL)
+	g.Expect(ok).To(BeTrue())
+}
+
+func TestARefusalBelowTheDefaultLowersTheEstimateBriefly(t *testing.T) {
+	g := NewWithT(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	tr := quota.NewTracker(clk, quota.Limit{})
+	observeProven(tr, controlPlane)
+	ok, _ := tr.Admit("s", fS)
+	g.Expect(ok).To(BeTrue(), "within CKE's default")
+	// The organisation has 36 GB (another cluster uses the rest): 24 + 12 is refused.
+	r := tr.Refused("s", fS)
+	g.Expect(r.Point).To(Equal(quota.Usage{CPU: 24, GB: 36}))
+	g.Expect(r.Limit).To(Equal(quota.Limit{CPU: 40, GB: 35}), "memory, exceeded the most relative to the estimate, is lowered")
+	g.Expect(r.Resource).To(Equal("RAM"))
+	ok, _ = tr.Admit("s2", fS)
+	g.Expect(ok).To(BeFalse())
+	ok, _ = tr.Admit("2xs", f2XS)
+	g.Expect(ok).To(BeTrue())
+	tr.Release("2xs")
+
+	// A refusal below CKE's default may be a reservation the engine leaked: trusted briefly.
+	clk.Step(quota.LowRefusalTTL + time.Second)
+	g.Expect(tr.Limit()).To(Equal(quota.Limit{}))
+}
+
+func TestARefusalPinsTheResourceAProofLeavesOpen(t *testing.T) {
+	g := NewWithT(t)
+	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{})
+	// 48 vCPU were accepted a moment ago (a raised CPU quota), since scaled down.
+	observeProven(tr, quota.Usage{CPU: 48, GB: 30})
+	observeProven(tr, controlPlane)
+	g.Expect(tr.Proven()).To(Equal(quota.Usage{CPU: 48, GB: 30}))
+	ok, _ := tr.Admit("m", fM)
+	g.Expect(ok).To(BeTrue())
+	r := tr.Refused("m", fM)
+	// 26 vCPU are proven to fit: the refusal can only be the memory's, 40 GB > limit.
+	g.Expect(r.Point).To(Equal(quota.Usage{CPU: 26, GB: 40}))
+	g.Expect(r.Limit).To(Equal(quota.Limit{CPU: 48, GB: 39}))
+	g.Expect(r.Resource).To(Equal("RAM"))
+}
+
+func TestARefusalTheProvenUseContradictsIsNotExplained(t *testing.T) {
+	g := NewWithT(t)
+	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{})
+	observeProven(tr, quota.Usage{CPU: 40, GB: 40}) // accepted a moment ago
+	observeProven(tr, controlPlane)                 // since scaled down
+	ok, _ := tr.Admit("2xs", f2XS)
+	g.Expect(ok).To(BeTrue())
+	// 20 vCPU / 28 GB refused though 40 / 40 was accepted: a reservation leaked upstream.
+	r := tr.Refused("2xs", f2XS)
+	g.Expect(r.Explained).To(BeFalse())
+	g.Expect(r.Resource).To(BeEmpty())
+	g.Expect(r.Limit).To(Equal(quota.Limit{CPU: 40, GB: 40}), "what was proven stands")
+}
+
+func TestAGroupDeletedWhileBeingBuiltIsChargedWhileItsReservationLeaks(t *testing.T) {
+	g := NewWithT(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	tr := quota.NewTracker(clk, quota.Limit{CPU: 40, GB: 40})
+	with := func(gr quota.Group) quota.Observation {
+		return quota.Observation{Usage: controlPlane.Add(gr.Size), Proven: controlPlane.Add(gr.Size), Groups: map[string]quota.Group{"m": gr}}
+	}
+	tr.Record(with(quota.Group{State: quota.GroupCreating, Size: fM, Deleting: true}))
+	tr.Record(quota.Observation{Usage: controlPlane, Proven: controlPlane}) // gone
+	h, _ := tr.Headroom()
+	g.Expect(h).To(Equal(quota.Usage{CPU: 14, GB: 0}), "the engine still charges it")
+	clk.Step(quota.LeakTTL)
+	h, _ = tr.Headroom()
+	g.Expect(h).To(Equal(quota.Usage{CPU: 24, GB: 16}))
+
+	// A built group deleted leaks nothing.
+	tr.Record(with(quota.Group{State: quota.GroupBuilt, Size: fM, Deleting: true}))
+	tr.Record(quota.Observation{Usage: controlPlane, Proven: controlPlane})
+	h, _ = tr.Headroom()
+	g.Expect(h).To(Equal(quota.Usage{CPU: 24, GB: 16}))
+}
+
+func TestConcurrentRefusalsAreJudgedTogether(t *testing.T) {
+	g := NewWithT(t)
+	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{})
+	observeProven(tr, controlPlane)
+	for _, name := range []string{"a", "b"} {
+		ok, _ := tr.Admit(name, fXS)
+		g.Expect(ok).To(BeTrue())
+	}
+	// The engine judged a and b together (28 vCPU / 40 GB) and refused both.
+	ra := tr.Refused("a", fXS)
+	rb := tr.Refused("b", fXS)
+	g.Expect(ra.Point).To(Equal(quota.Usage{CPU: 28, GB: 40}))
+	g.Expect(rb.Point).To(Equal(quota.Usage{CPU: 28, GB: 40}), "b was judged with a, though a's refusal came first")
+	g.Expect(tr.Limit()).To(Equal(quota.Limit{CPU: 40, GB: 39}), "not 31 GB: b alone (32 GB) was never proven to overflow")
+}
+
+func TestARefusedGroupIsNeverChargedAfterItsRefusal(t *testing.T) {
+	g := NewWithT(t)
+	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{})
+	observeProven(tr, controlPlane)
+	ok, _ := tr.Admit("xl", fXL)
+	g.Expect(ok).To(BeTrue())
+	// The cache saw the group before its verdict: charged, reservation ended.
+	pending := quota.Observation{Usage: controlPlane.Add(fXL), Proven: controlPlane, Groups: map[string]quota.Group{"xl": {State: quota.GroupCharged, Size: fXL}}}
+	tr.Record(pending)
+	tr.Refused("xl", fXL)
+	tr.Release("xl") // Create's deferred release: harmless
+	h, known := tr.Headroom()
+	g.Expect(known).To(BeTrue())
+	g.Expect(h).To(Equal(quota.Usage{CPU: 24, GB: 16}), "never 40 − 56: the refused group holds nothing")
+
+	// A stale count (or a terminating refused group counted as live) does not charge it again.
+	tr.Record(quota.Observation{Usage: controlPlane.Add(fXL), Proven: controlPlane, Groups: map[string]quota.Group{"xl": {State: quota.GroupCharged, Size: fXL}}})
+	h, _ = tr.Headroom()
+	g.Expect(h).To(Equal(quota.Usage{CPU: 24, GB: 16}))
+	tr.Record(quota.Observation{Usage: controlPlane, Proven: controlPlane, Groups: map[string]quota.Group{"xl": {State: quota.GroupUncharged, Size: fXL}}})
+	h, _ = tr.Headroom()
+	g.Expect(h).To(Equal(quota.Usage{CPU: 24, GB: 16}))
+}
+
+// engine plays CKE's quota engine for the tracker: launches are judged one by one against the
+// limit, and the cluster's count follows.
+type engine struct {
+	limit    quota.Usage
+	used     quota.Usage
+	refusals int
+	launches int
+}
+
+// run asks for n launches of size u, round after round: every launch the tracker admits is
+// judged, then the cluster is recounted. It returns how many were accepted.
+func (e *engine) run(tr *quota.Tracker, n int, u quota.Usage) int {
+	accepted := 0
+	for round := 0; round < 4*n && accepted < n; round++ {
+		var admitted []string
+		for i := accepted; i < n; i++ {
+			e.launches++
+			name := fmt.Sprintf("g%d", e.launches)
+			if ok, _ := tr.Admit(name, u); ok {
+				admitted = append(admitted, name)
+			}
+		}
+		if len(admitted) == 0 {
+			break
+		}
+		for _, name := range admitted {
+			if e.used.Add(u).FitsIn(e.limit) {
+				e.used = e.used.Add(u)
+				accepted++
+				tr.Accepted(name)
+			} else {
+				e.refusals++
+				tr.Refused(name, u)
+			}
+		}
+		observeProven(tr, e.used)
+	}
+	return accepted
+}
+
+func TestTheQuotaIsInferredFromVerdictsAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		limit    quota.Usage
+		size     quota.Usage
+		demand   int
+		want     int
+		refusals int // at most
+	}{
+		// CKE's default quota: the one probe beyond it is the one refusal.
+		{"default quota, 2XS", quota.Usage{CPU: 40, GB: 40}, f2XS, 30, 4, 1},
+		{"default quota, M", quota.Usage{CPU: 40, GB: 40}, fM, 30, 1, 1},
+		{"default quota, XL", quota.Usage{CPU: 40, GB: 40}, fXL, 30, 0, 1},
+		// A raised quota the demand fits: climbed by probes, never refused.
+		{"raised quota, demand fits", quota.Usage{CPU: 100, GB: 100}, f2XS, 19, 19, 0},
+		{"raised quota, demand fits, XS", quota.Usage{CPU: 80, GB: 80}, fXS, 7, 7, 0},
+		// Demand beyond a raised quota: what is in flight beyond it when it is reached is
+		// refused, at most the probe window.
+		{"raised quota, demand beyond", quota.Usage{CPU: 100, GB: 100}, f2XS, 30, 19, quota.MaxProbeWindow},
+		{"raised CPU only", quota.Usage{CPU: 100, GB: 40}, f2XS, 30, 4, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{})
+			e := &engine{limit: tc.limit, used: controlPlane}
+			observeProven(tr, e.used)
+			g.Expect(e.run(tr, tc.demand, tc.size)).To(Equal(tc.want), "every node the quota holds is launched")
+			g.Expect(e.refusals).To(BeNumerically("<=", tc.refusals))
+			if e.refusals == 0 {
+				return
+			}
+			// Demand keeps coming after the limit was inferred: no further refusal while the
+			// bounds hold.
+			before := e.refusals
+			e.run(tr, 5, tc.size)
+			g.Expect(e.refusals).To(Equal(before))
+		})
+	}
+}

@@ -114,3 +114,41 @@ func TestRaisedQuotaIsClimbedWithoutRefusals(t *testing.T) {
 	Expect(window).To(BeNumerically(">=", 2), "probes were let fly more than one at a time")
 	Expect(s.Metric("karpenter_clevercloud_quota_probes_in_flight", nil)).To(BeZero())
 }
+
+// Issue 14: twelve 1 CPU / 1Gi pods (no spreading) against CKE's default quota, the two S
+// control-plane nodes using 16 vCPU / 24 GB of 40 / 40. Left to itself Karpenter packs ten of
+// them onto an M that takes every GB left and strands 14 vCPU; the offerings steer it to the
+// flavors that make the most of the headroom (2XS, three pods each, or XS, six), so every pod
+// runs. Known quota: not one NodeGroup refused. Unknown quota: one, the launch beyond CKE's
+// default that teaches it — the refusal says nothing, the limit is inferred.
+func TestTheHeadroomHoldsEveryPodItCanWithTheQuotaConfigured(t *testing.T) {
+	headroomEpisode(t, map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "40", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "40"}, 0)
+}
+
+func TestTheHeadroomHoldsEveryPodItCanWithTheQuotaInferred(t *testing.T) {
+	headroomEpisode(t, nil, 1)
+}
+
+func headroomEpisode(t *testing.T, quotaEnv map[string]string, maxRefusals float64) {
+	s := env.Scenario(t)
+	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom|no available flavor)`, `could not schedule pod`)
+	s.T.Cleanup(func() { s.RestartController(nil) })
+	s.RestartController(quotaEnv)
+	before := refusals(s)
+
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, nil, time.Minute, harness.OnDemand)
+	d := s.Deployment("episode", pool.Name, 12, "1", "1Gi")
+	start := time.Now()
+	s.WaitRunning(d, 12, 3*launchTimeout)
+	t.Logf("12 pods in the default quota's headroom: all Running %s after the pods were created, on %v",
+		time.Since(start).Round(100*time.Millisecond), flavorsOf(s, pool.Name))
+	Expect(refusals(s)-before).To(BeNumerically("<=", maxRefusals), "refused NodeGroups")
+	Expect(flavorsOf(s, pool.Name)).NotTo(ContainElement("M"), "an M strands the vCPU headroom")
+	if maxRefusals == 0 {
+		return
+	}
+	// The inferred limit: CKE's default, which the refused launch exceeded in memory.
+	Expect(s.Metric("karpenter_clevercloud_quota_limit", map[string]string{"resource": "memory_gb"})).To(Equal(40.0))
+	Expect(s.Metric("karpenter_clevercloud_quota_limit_proven", map[string]string{"resource": "memory_gb"})).To(BeNumerically(">=", 24))
+}

@@ -53,51 +53,77 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 
 // Reconcile implements reconcile.Reconciler.
 func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	usage, groups, err := Count(ctx, c.kube, c.catalog)
+	o, err := Count(ctx, c.kube, c.catalog)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	c.tracker.Observe(usage, groups)
-	log.FromContext(ctx).V(1).Info("quota usage recounted", "usage", usage.String(), "groups", len(groups))
+	c.tracker.Record(o)
+	log.FromContext(ctx).V(1).Info("quota usage recounted", "usage", o.Usage.String(), "proven", o.Proven.String(), "groups", len(o.Groups))
 	return reconcile.Result{}, nil
 }
 
 // Count adds up what the organisation quota charges: each NodeGroup's nodes at its flavor's
-// size, except groups the quota refused (they hold nothing), and each control-plane node.
-func Count(ctx context.Context, kube client.Client, cat *catalog.Catalog) (quota.Usage, map[string]bool, error) {
+// size, except groups the quota refused (they hold nothing), and each control-plane node. The
+// part the platform accepted (accepted groups, the control plane) is the proven use: the
+// limit is at least that.
+func Count(ctx context.Context, kube client.Client, cat *catalog.Catalog) (quota.Observation, error) {
 	groups := &ngv1.NodeGroupList{}
 	if err := kube.List(ctx, groups, client.UnsafeDisableDeepCopy); err != nil {
-		return quota.Usage{}, nil, fmt.Errorf("listing nodegroups: %w", err)
+		return quota.Observation{}, fmt.Errorf("listing nodegroups: %w", err)
 	}
-	var total quota.Usage
-	names := make(map[string]bool, len(groups.Items))
+	o := quota.Observation{Groups: make(map[string]quota.Group, len(groups.Items))}
 	for i := range groups.Items {
 		g := &groups.Items[i]
-		names[g.Name] = true
-		if nodegroup.Judge(g).Outcome == nodegroup.QuotaExceeded {
+		gr := quota.Group{State: state(g), Deleting: g.DeletionTimestamp != nil}
+		if f, ok := cat.Flavor(g.Spec.Flavor); ok {
+			gr.Size = quota.Usage{CPU: f.CPU * int64(g.Spec.NodeCount), GB: f.NominalGB * int64(g.Spec.NodeCount)}
+		}
+		// A flavor we cannot size charges nothing we can count; the refusal memory covers it.
+		o.Groups[g.Name] = gr
+		if gr.State == quota.GroupUncharged {
 			continue
 		}
-		f, ok := cat.Flavor(g.Spec.Flavor)
-		if !ok {
-			continue // a flavor we cannot size; the refusal memory still covers it
+		o.Usage = o.Usage.Add(gr.Size)
+		if gr.State == quota.GroupCreating || gr.State == quota.GroupBuilt {
+			o.Proven = o.Proven.Add(gr.Size)
 		}
-		total = total.Add(quota.Usage{CPU: f.CPU * int64(g.Spec.NodeCount), GB: f.NominalGB * int64(g.Spec.NodeCount)})
 	}
 	nodes := &corev1.NodeList{}
 	if err := kube.List(ctx, nodes, client.MatchingLabels{ngv1.LabelClusterNodeRole: ngv1.NodeRoleControlPlane}, client.UnsafeDisableDeepCopy); err != nil {
-		return quota.Usage{}, nil, fmt.Errorf("listing control-plane nodes: %w", err)
+		return quota.Observation{}, fmt.Errorf("listing control-plane nodes: %w", err)
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
+		var u quota.Usage
 		if f, ok := cat.Flavor(n.Labels[ngv1.LabelFlavor]); ok {
-			total = total.Add(quota.Usage{CPU: f.CPU, GB: f.NominalGB})
-			continue
+			u = quota.Usage{CPU: f.CPU, GB: f.NominalGB}
+		} else {
+			// No flavor label: charge what the node reports, memory in nominal (decimal) GB.
+			u = quota.Usage{
+				CPU: n.Status.Capacity.Cpu().Value(),
+				GB:  int64(math.Round(float64(n.Status.Capacity.Memory().Value()) / 1e9)),
+			}
 		}
-		// No flavor label: charge what the node reports, memory in nominal (decimal) GB.
-		total = total.Add(quota.Usage{
-			CPU: n.Status.Capacity.Cpu().Value(),
-			GB:  int64(math.Round(float64(n.Status.Capacity.Memory().Value()) / 1e9)),
-		})
+		o.Usage = o.Usage.Add(u)
+		o.Proven = o.Proven.Add(u) // the control plane runs: the quota holds it
 	}
-	return total, names, nil
+	return o, nil
+}
+
+// state reads what a group's status says of its charge. It reads the status as if the group
+// were not being deleted: a refused group keeps its refusal while the operator tears it down
+// (it charges nothing), and an accepted one keeps its charge until it is gone.
+func state(g *ngv1.NodeGroup) quota.GroupState {
+	live := *g // shallow: only the deletion timestamp differs
+	live.DeletionTimestamp = nil
+	v := nodegroup.Judge(&live)
+	switch {
+	case v.Outcome == nodegroup.QuotaExceeded:
+		return quota.GroupUncharged
+	case v.Synced:
+		return quota.GroupBuilt
+	case v.Accepted:
+		return quota.GroupCreating
+	}
+	return quota.GroupCharged
 }

@@ -1,0 +1,276 @@
+package cloudprovider
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
+	podutils "sigs.k8s.io/karpenter/pkg/utils/pod"
+	"sigs.k8s.io/karpenter/pkg/utils/resources"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+)
+
+// GetInstanceTypes implements cloudprovider.CloudProvider: every flavor, with the ones that
+// do not fit the quota's headroom, or that the quota just refused, offered as unavailable.
+// When the headroom binds, the flavors that would hold fewer of the pending pods in it than
+// others are offered as unavailable too (steering): Karpenter then packs the pods onto the
+// flavors that make the most of the headroom instead of the cheapest node for the batch.
+func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	its, blocked, headroom := c.instanceTypes()
+	if nodePool != nil {
+		if steered := c.steer(ctx, nodePool, its, headroom); len(steered) > 0 {
+			its = unavailableFlavors(its, steered)
+			blocked = append(blocked, steered...)
+		}
+	}
+	if len(blocked) > 0 && nodePool != nil {
+		c.recorder.Publish(quotaLimited(nodePool, blocked, headroom))
+	}
+	return its, nil
+}
+
+// instanceTypes returns the catalogue with unavailable offerings for the flavors the quota
+// rules out, the names of those flavors, and the headroom they were judged against.
+func (c *CloudProvider) instanceTypes() ([]*cloudprovider.InstanceType, []string, quota.Usage) {
+	its := c.catalog.InstanceTypes()
+	marked := c.rejected.snapshot()
+	headroom, limited := c.quota.Headroom()
+	if marked == nil && !limited {
+		return its, nil, headroom
+	}
+	var blocked []string
+	for _, it := range its {
+		if marked[it.Name] || !c.fits(it.Name, headroom) {
+			blocked = append(blocked, it.Name)
+		}
+	}
+	return unavailableFlavors(its, blocked), blocked, headroom
+}
+
+// unavailableFlavors returns its with every offering of the named flavors unavailable. The
+// catalogue's instance types are shared: the changed ones are copies.
+func unavailableFlavors(its []*cloudprovider.InstanceType, names []string) []*cloudprovider.InstanceType {
+	if len(names) == 0 {
+		return its
+	}
+	out := make([]*cloudprovider.InstanceType, len(its))
+	for i, it := range its {
+		if !slices.Contains(names, it.Name) {
+			out[i] = it
+			continue
+		}
+		offerings := make(cloudprovider.Offerings, len(it.Offerings))
+		for j, o := range it.Offerings {
+			oc := *o
+			oc.Available = false
+			offerings[j] = &oc
+		}
+		out[i] = &cloudprovider.InstanceType{Name: it.Name, Requirements: it.Requirements, Capacity: it.Capacity, Overhead: it.Overhead, Offerings: offerings}
+	}
+	return out
+}
+
+// SteeringTTL is how long one look at the pending pods serves GetInstanceTypes, which
+// Karpenter calls on every scheduling pass and for every NodePool (and many times more while
+// it simulates consolidation). A look that found no pending pod serves only
+// steeringIdleTTL: pods the scheduler has just marked unschedulable must not be missed by the
+// scheduling pass they start.
+const SteeringTTL = 2 * time.Second
+
+const steeringIdleTTL = 200 * time.Millisecond
+
+// steering caches the pending pods' requests and the steering decided from them.
+type steering struct {
+	mu       sync.Mutex
+	at       time.Time
+	pending  []quota.Demand
+	overhead quota.Demand
+	// decided are the flavors steered away from, by NodePool, for the headroom they were
+	// decided against, until the next look at the pods.
+	decided map[string]steered
+}
+
+type steered struct {
+	headroom quota.Usage
+	flavors  []string
+}
+
+// steer returns the flavors of the pool to offer as unavailable so that the headroom holds
+// the most of the pending pods (quota.Steer), or nil when the limit is unknown or the headroom
+// does not bind.
+func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []*cloudprovider.InstanceType, headroom quota.Usage) []string {
+	if _, limited := c.quota.Headroom(); !limited || c.kube == nil {
+		return nil
+	}
+	s := &c.steering
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ttl := SteeringTTL
+	if len(s.pending) == 0 {
+		ttl = steeringIdleTTL
+	}
+	if s.decided == nil || c.clock.Since(s.at) >= ttl {
+		pending, overhead, err := pendingDemand(ctx, c.kube)
+		if err != nil {
+			log.FromContext(ctx).V(1).Info("cannot list pending pods, not steering", "error", err.Error())
+			return nil
+		}
+		s.at, s.pending, s.overhead, s.decided = c.clock.Now(), pending, overhead, map[string]steered{}
+	}
+	if d, ok := s.decided[pool.Name]; ok && d.headroom == headroom {
+		return d.flavors
+	}
+	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(pool.Spec.Template.Spec.Requirements...)
+	var flavors []quota.Flavor
+	for _, it := range its {
+		if len(it.Offerings.Available()) == 0 || !reqs.IsCompatible(it.Requirements, scheduling.AllowUndefinedWellKnownLabels) {
+			continue
+		}
+		alloc := it.Allocatable()
+		flavors = append(flavors, quota.Flavor{
+			Name: it.Name, Size: c.size(it.Name), Pods: alloc.Pods().Value(),
+			Allocatable: quota.Demand{MilliCPU: alloc.Cpu().MilliValue(), Memory: alloc.Memory().Value()},
+		})
+	}
+	var out []string
+	if keep := quota.Steer(headroom, flavors, s.pending, s.overhead); keep != nil {
+		for _, f := range flavors {
+			if !slices.Contains(keep, f.Name) {
+				out = append(out, f.Name)
+			}
+		}
+	}
+	s.decided[pool.Name] = steered{headroom: headroom, flavors: out}
+	return out
+}
+
+// pendingDemand lists, through the cache, the requests of the pods waiting for new capacity
+// (as Karpenter selects them) and the daemon sets' requests on a node (the median over nodes
+// that run any, so a control-plane node's extras do not count).
+func pendingDemand(ctx context.Context, kube client.Client) ([]quota.Demand, quota.Demand, error) {
+	pods := &corev1.PodList{}
+	if err := kube.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, quota.Demand{}, fmt.Errorf("listing pods: %w", err)
+	}
+	var pending []quota.Demand
+	daemons := map[string]quota.Demand{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		switch {
+		case podutils.IsProvisionable(p):
+			pending = append(pending, demandOf(p))
+		case podutils.IsOwnedByDaemonSet(p) && p.Spec.NodeName != "" && !podutils.IsTerminal(p):
+			d, r := daemons[p.Spec.NodeName], demandOf(p)
+			daemons[p.Spec.NodeName] = quota.Demand{MilliCPU: d.MilliCPU + r.MilliCPU, Memory: d.Memory + r.Memory}
+		}
+	}
+	var overhead quota.Demand
+	if len(daemons) > 0 {
+		per := slices.Collect(maps.Values(daemons))
+		slices.SortFunc(per, func(a, b quota.Demand) int { return cmp.Compare(a.MilliCPU+a.Memory>>20, b.MilliCPU+b.Memory>>20) })
+		overhead = per[len(per)/2]
+	}
+	return pending, overhead, nil
+}
+
+func demandOf(p *corev1.Pod) quota.Demand {
+	r := resources.RequestsForPods(p)
+	return quota.Demand{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}
+}
+
+// size is what a flavor charges to the organisation quota.
+func (c *CloudProvider) size(flavor string) quota.Usage {
+	f, ok := c.catalog.Flavor(flavor)
+	if !ok {
+		return quota.Usage{}
+	}
+	return quota.Usage{CPU: f.CPU, GB: f.NominalGB}
+}
+
+func (c *CloudProvider) fits(flavor string, headroom quota.Usage) bool {
+	return c.size(flavor).FitsIn(headroom)
+}
+
+// quotaRejected handles a refusal by the organisation quota, whether Create saw it or it was
+// published after Create returned: the tracker infers what it can (the limit, when an older
+// cluster still says it; else bounds from the use the launch would have brought), the flavors
+// at least as large are offered as unavailable for a while, and the group is deleted.
+func (c *CloudProvider) quotaRejected(ctx context.Context, claim *karpv1.NodeClaim, group *ngv1.NodeGroup, it *cloudprovider.InstanceType, message string) error {
+	said, parsed := nodegroup.ParseQuotaMessage(message)
+	if parsed {
+		c.quota.Learn(said.Resource, said.Limit)
+	}
+	inferred := c.quota.Refused(group.Name, c.size(it.Name))
+	resource := inferred.Resource
+	switch {
+	case parsed:
+		// The message says which resource ran out: what needs as much of it is refused too.
+		resource = said.Resource
+		c.rejected.mark(c.atLeastAsLarge(it, resource)...)
+	case !inferred.Explained:
+		// The estimate cannot rule the refusal out (it contradicts the proven use: a leak
+		// upstream, another cluster's use): remember the flavors at least as large in both
+		// resources for a while, so the same launch is not cycled through the quota engine.
+		// An explained refusal needs no memory: the estimate's headroom already excludes every
+		// flavor that would bring the use to the refused point or beyond.
+		c.rejected.mark(c.atLeastAsLarge(it, "unknown")...)
+	}
+	if resource == "" {
+		resource = "unknown"
+	}
+	metrics.QuotaRejections.WithLabelValues(it.Name, resource).Inc()
+	what := fmt.Sprintf("it would have brought the use to at most %s, so the limit is taken as %s", inferred.Point, inferred.Limit)
+	if parsed {
+		what += "; the platform said: " + message
+	}
+	c.recorder.Publish(quotaExceeded(claim, group.Name, it.Name, what))
+	log.FromContext(ctx).Info("organisation quota refused the nodegroup, deleting it", "message", message,
+		"resource", resource, "point", inferred.Point.String(), "limit", inferred.Limit.String())
+	if err := c.groups.Delete(ctx, group); err != nil && !apierrors.IsNotFound(err) {
+		// The garbage collector reaps it later: it is owned by a NodeClaim that is going away.
+		log.FromContext(ctx).Error(err, "deleting rejected nodegroup")
+	}
+	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q: Quota exceeded (flavor %s): %s", group.Name, it.Name, what))
+}
+
+// atLeastAsLarge lists the flavors that need at least as much of the exceeded resource as the
+// refused one: if 8 vCPU did not fit, 10 will not either, but 4 may.
+func (c *CloudProvider) atLeastAsLarge(refused *cloudprovider.InstanceType, resource string) []string {
+	cpu, mem := refused.Capacity.Cpu(), refused.Capacity.Memory()
+	var out []string
+	for _, it := range c.catalog.InstanceTypes() {
+		switch resource {
+		case "CPU":
+			if it.Capacity.Cpu().Cmp(*cpu) >= 0 {
+				out = append(out, it.Name)
+			}
+		case "RAM":
+			if it.Capacity.Memory().Cmp(*mem) >= 0 {
+				out = append(out, it.Name)
+			}
+		default:
+			if it.Capacity.Cpu().Cmp(*cpu) >= 0 && it.Capacity.Memory().Cmp(*mem) >= 0 {
+				out = append(out, it.Name)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,128 @@
+package cloudprovider_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	provider "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+)
+
+func rejections(g Gomega, flavor, resource string) float64 {
+	var m dto.Metric
+	g.Expect(metrics.QuotaRejections.WithLabelValues(flavor, resource).Write(&m)).To(Succeed())
+	return m.GetCounter().GetValue()
+}
+
+// controlPlane is two S control-plane nodes, accepted by the quota long ago.
+var controlPlane = quota.Observation{Usage: quota.Usage{CPU: 16, GB: 24}, Proven: quota.Usage{CPU: 16, GB: 24}}
+
+func quotaOffered(g Gomega, f *fixture, pool *karpv1.NodePool) map[string]bool {
+	its, err := f.provider.GetInstanceTypes(context.Background(), pool)
+	g.Expect(err).NotTo(HaveOccurred())
+	out := map[string]bool{}
+	for _, it := range its {
+		out[it.Name] = len(it.Offerings.Available()) > 0
+	}
+	return out
+}
+
+// Today's platform refuses with an empty message: the limit is inferred from the use the
+// refused launch would have brought, and nothing that cannot fit is offered afterwards.
+func TestARefusalWithoutMessageInfersTheLimit(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	f.quota.Record(controlPlane)
+	before := rejections(g, "XL", "RAM")
+
+	nc := f.newClaim(g, "13", "1Gi") // only an XL holds 13 vCPU
+	done := f.create(nc)
+	group := awaitGroup(g, nc.Name)
+	g.Expect(group.Spec.Flavor).To(Equal("XL"))
+	verdict(g, group, ngv1.PhaseQuotaExceeded, quotaExceeded(""))
+	var r result
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(&r))
+	g.Expect(cloudprovider.IsInsufficientCapacityError(r.Err)).To(BeTrue(), "got %v", r.Err)
+	g.Expect(r.Err.Error()).To(ContainSubstring("Quota exceeded"))
+
+	// 32 vCPU / 56 GB were refused: CKE's default quota explains it by its memory.
+	g.Expect(f.quota.Limit()).To(Equal(quota.Limit{CPU: 40, GB: 40}))
+	g.Expect(rejections(g, "XL", "RAM") - before).To(Equal(1.0))
+	g.Expect(drainEvents(f.events)).To(ContainElement(SatisfyAll(
+		ContainSubstring(provider.ReasonQuotaExceeded),
+		ContainSubstring("flavor XL"),
+		ContainSubstring("at most 32 vCPU / 56 GB"),
+		ContainSubstring("limit is taken as 40 vCPU / 40 GB"),
+	)))
+	// Right after the refusal the headroom is what the control plane leaves, never less.
+	h, known := f.quota.Headroom()
+	g.Expect(known).To(BeTrue())
+	g.Expect(h).To(Equal(quota.Usage{CPU: 24, GB: 16}))
+	g.Expect(quotaOffered(g, f, nil)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": false, "XL": false}))
+}
+
+// pendingPods creates n pods the scheduler marked unschedulable, as Karpenter sees them, and
+// deletes them when the test ends (every test of the package shares the apiserver).
+func pendingPods(t *testing.T, g Gomega, n int, cpu, memory string) {
+	ctx := context.Background()
+	for i := range n {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pending-%d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)},
+			}}}},
+		}
+		g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, p, &client.DeleteOptions{GracePeriodSeconds: new(int64)}) })
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+		g.Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
+	}
+}
+
+// Issue 14: with the quota binding, the flavors that hold the most of the pending pods in the
+// headroom are offered, so Karpenter does not strand the vCPU headroom on an M.
+func TestTheOfferingsSteerPendingPodsToTheFlavorsThatHoldTheMost(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "steered"}}
+	f.quota.Record(controlPlane)
+
+	// Limit unknown: nothing is steered, whatever is pending.
+	pendingPods(t, g, 12, "1", "1Gi")
+	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": true, "XL": true}))
+
+	// 40 / 40 known, 24 vCPU / 16 GB left: an M would hold ten of the twelve, four 2XS or
+	// two XS hold them all.
+	f.quota.Learn("CPU", 40)
+	f.quota.Learn("RAM", 40)
+	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": false, "M": false, "L": false, "XL": false}))
+	g.Expect(drainEvents(f.events)).To(ContainElement(SatisfyAll(ContainSubstring(provider.ReasonQuotaLimited), ContainSubstring("S, M"))))
+
+	// A pool that only allows S and M: of those, the M holds more.
+	restricted := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "s-or-m"}}
+	restricted.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{
+		Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"S", "M"},
+	}}
+	got := quotaOffered(g, f, restricted)
+	g.Expect(got["M"]).To(BeTrue())
+	g.Expect(got["S"]).To(BeFalse())
+
+	// Ample headroom: every flavor that fits is offered.
+	f.quota.Record(quota.Observation{})
+	f.clock.Step(provider.SteeringTTL)
+	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": true, "XL": true}))
+}

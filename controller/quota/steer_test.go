@@ -1,0 +1,85 @@
+package quota_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+)
+
+const (
+	gi  = int64(1) << 30
+	ki  = int64(1) << 10
+	mi  = int64(1) << 20
+	pod = 110
+)
+
+// catalogue is CKE's six flavors: quota size and allocatable (memory seen by the kernel
+// minus 100Mi), cke-platform.md §3 rev 2.
+func catalogue() []quota.Flavor {
+	flavor := func(name string, cpu, gb, memKi int64) quota.Flavor {
+		return quota.Flavor{Name: name, Size: quota.Usage{CPU: cpu, GB: gb},
+			Allocatable: quota.Demand{MilliCPU: cpu * 1000, Memory: memKi*ki - 100*mi}, Pods: pod}
+	}
+	return []quota.Flavor{
+		flavor("2XS", 4, 4, 3715344), flavor("XS", 6, 8, 7553664), flavor("S", 8, 12, 11385832),
+		flavor("M", 10, 16, 15229256), flavor("L", 12, 24, 22896304), flavor("XL", 16, 32, 30584176),
+	}
+}
+
+func pods(n int, milliCPU, memory int64) []quota.Demand {
+	out := make([]quota.Demand, n)
+	for i := range out {
+		out[i] = quota.Demand{MilliCPU: milliCPU, Memory: memory}
+	}
+	return out
+}
+
+func TestSteer(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		headroom quota.Usage
+		pending  []quota.Demand
+		overhead quota.Demand
+		want     []string
+	}{
+		{
+			// 40 / 40 with two S control-plane nodes: an M would take every GB and hold ten;
+			// four 2XS (three each) or two XS (six each) hold all twelve.
+			name: "the 12-pod episode", headroom: quota.Usage{CPU: 24, GB: 16},
+			pending: pods(12, 1000, gi), want: []string{"2XS", "XS"},
+		},
+		{
+			name: "ample headroom: no steering", headroom: quota.Usage{CPU: 100, GB: 100},
+			pending: pods(12, 1000, gi),
+		},
+		{
+			name: "few pods, every fitting flavor holds them all", headroom: quota.Usage{CPU: 24, GB: 16},
+			pending: pods(3, 1000, gi),
+		},
+		{
+			name: "nothing pending", headroom: quota.Usage{CPU: 24, GB: 16},
+		},
+		{
+			name: "nothing fits the headroom", headroom: quota.Usage{CPU: 2, GB: 2},
+			pending: pods(12, 1000, gi),
+		},
+		{
+			// Only an M or larger holds a 9 CPU pod, and only an M fits the headroom.
+			name: "a pod only a larger flavor holds", headroom: quota.Usage{CPU: 24, GB: 16},
+			pending: pods(1, 9000, 10*gi), want: []string{"M"},
+		},
+		{
+			// Daemon sets take 1 CPU per node: a 2XS holds three 1 CPU pods, an XS five.
+			name: "daemon-set overhead counts per node", headroom: quota.Usage{CPU: 24, GB: 16},
+			pending: pods(12, 1000, gi), overhead: quota.Demand{MilliCPU: 1000, Memory: 200 * mi},
+			want: []string{"2XS"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(quota.Steer(tc.headroom, catalogue(), tc.pending, tc.overhead)).To(Equal(tc.want))
+		})
+	}
+}
