@@ -23,7 +23,7 @@ import (
 // no NodeGroup behind.
 var (
 	cluster  *sim.Cluster
-	k8s      client.Client
+	k8s      client.WithWatch
 	defaults operator.Options
 )
 
@@ -39,7 +39,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	opts := sim.InstantOptions()
+	opts := sim.FastOptions()
 	opts.Audit = true
 	var err error
 	cluster, err = sim.Start(ctx, opts)
@@ -53,7 +53,11 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stopping simulated CKE:", err)
 		}
 	}()
-	k8s = cluster.Client()
+	k8s, err = client.NewWithWatch(cluster.Config(), client.Options{Scheme: sim.Scheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating a watching client:", err)
+		return 1
+	}
 	defaults = cluster.Operator().Options()
 	return m.Run()
 }

@@ -2,15 +2,18 @@ package sim_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -19,50 +22,104 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 )
 
-func TestCRDRejectsWhatThePlatformRejects(t *testing.T) {
+const reservedPrefixMessage = "Label keys with reserved prefixes (kubernetes.io/, node.kubernetes.io/, clever-cloud.com/) are not allowed"
+
+// The served CRD is the platform's, field by field (cke-platform.md §1 rev 2).
+func TestCRDIsThePlatforms(t *testing.T) {
 	ctx := context.Background()
-	for name, g := range map[string]*ngv1.NodeGroup{
-		"nodeCount above 16":     newGroup("v-17", "S", 17),
-		"negative nodeCount":     newGroup("v-neg", "S", -1),
-		"lowercase flavor":       newGroup("v-lower", "s", 1),
-		"kubernetes.io/ label":   withLabels(newGroup("v-k8s", "S", 0), map[string]string{"kubernetes.io/role": "x"}),
-		"node.kubernetes.io/":    withLabels(newGroup("v-node", "S", 0), map[string]string{"node.kubernetes.io/x": "y"}),
-		"clever-cloud.com/":      withLabels(newGroup("v-cc", "S", 0), map[string]string{"clever-cloud.com/flavor": "S"}),
-		"label value with space": withLabels(newGroup("v-space", "S", 0), map[string]string{"team": "a b"}),
-		"label value of 64":      withLabels(newGroup("v-long", "S", 0), map[string]string{"team": strings.Repeat("a", 64)}),
-		"bad label key":          withLabels(newGroup("v-key", "S", 0), map[string]string{"-bad": "x"}),
-		"bad taint effect":       withTaints(newGroup("v-effect", "S", 0), ngv1.Taint{Key: "k", Effect: "Sometimes"}),
-	} {
-		err := k8s.Create(ctx, g)
+	invalid := map[string]struct {
+		g       *ngv1.NodeGroup
+		message string
+	}{
+		"nodeCount above 16":       {newGroup("v-17", "S", 17), "spec.nodeCount"},
+		"negative nodeCount":       {newGroup("v-neg", "S", -1), "spec.nodeCount"},
+		"lowercase flavor":         {newGroup("v-lower", "s", 0), `Unsupported value: "s"`},
+		"kubernetes.io/ label":     {withLabels(newGroup("v-k8s", "S", 0), map[string]string{"kubernetes.io/role": "x"}), reservedPrefixMessage},
+		"node.kubernetes.io/label": {withLabels(newGroup("v-node", "S", 0), map[string]string{"node.kubernetes.io/x": "y"}), reservedPrefixMessage},
+		"clever-cloud.com/ label":  {withLabels(newGroup("v-cc", "S", 0), map[string]string{"clever-cloud.com/flavor": "S"}), reservedPrefixMessage},
+		"label value with space":   {withLabels(newGroup("v-space", "S", 0), map[string]string{"team": "a b"}), "spec.labels.team"},
+		"label value of 64":        {withLabels(newGroup("v-long", "S", 0), map[string]string{"team": strings.Repeat("a", 64)}), "spec.labels.team"},
+		"bad taint effect":         {withTaints(newGroup("v-effect", "S", 0), ngv1.Taint{Key: "k", Effect: "Sometimes"}), "spec.taints[0].effect"},
+		"bad taint key":            {withTaints(newGroup("v-tkey", "S", 0), ngv1.Taint{Key: "-k", Effect: corev1.TaintEffectNoSchedule}), "spec.taints[0].key"},
+		"bad taint value":          {withTaints(newGroup("v-tval", "S", 0), ngv1.Taint{Key: "k", Value: "a b", Effect: corev1.TaintEffectNoSchedule}), "spec.taints[0].value"},
+	}
+	for name, c := range invalid {
+		err := k8s.Create(ctx, c.g)
 		if err == nil {
-			deleteAndWait(t, g.Name)
+			deleteAndWait(t, c.g.Name)
 		}
-		if !apierrors.IsInvalid(err) {
-			t.Errorf("%s: want Invalid, got %v", name, err)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.message) {
+			t.Errorf("%s: want Invalid naming %q, got %v", name, c.message, err)
 		}
 	}
 
-	// A valid group: only nodeCount may change afterwards.
-	g := create(t, withTaints(withLabels(newGroup("v-ok", "S", 0), map[string]string{"team": "a", "example.com/tier": "gold"}),
-		ngv1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}))
-	mutations := map[string]func(*ngv1.NodeGroup){
-		"flavor change":  func(g *ngv1.NodeGroup) { g.Spec.Flavor = "M" },
-		"label change":   func(g *ngv1.NodeGroup) { g.Spec.Labels["team"] = "b" },
-		"label removal":  func(g *ngv1.NodeGroup) { g.Spec.Labels = nil },
-		"taint change":   func(g *ngv1.NodeGroup) { g.Spec.Taints[0].Value = "y" },
-		"taints removal": func(g *ngv1.NodeGroup) { g.Spec.Taints = nil },
+	// A flavor outside the enum: 422 naming the supported values, as the platform answers.
+	err := k8s.Create(ctx, newGroup("v-2xl", "2XL", 1))
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Code != http.StatusUnprocessableEntity ||
+		!strings.Contains(err.Error(), `spec.flavor: Unsupported value: "2XL": supported values: "2XS", "XS", "S", "M", "L", "XL"`) {
+		t.Errorf("2XL flavor: want 422 naming the supported values, got %v", err)
 	}
-	for name, mutate := range mutations {
-		if err := update(t, g.Name, mutate); !apierrors.IsInvalid(err) {
-			t.Errorf("%s: want Invalid, got %v", name, err)
+	if err == nil {
+		deleteAndWait(t, "v-2xl")
+	}
+
+	// No key-format rule on labels: only the reserved prefixes are refused.
+	create(t, withLabels(newGroup("v-anykey", "S", 0), map[string]string{"-odd": "x"}))
+
+	// The object requires spec, but an empty spec is valid: flavor M, nodeCount 0. (The Go
+	// type always sends flavor, so this goes unstructured.)
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": ngv1.GroupVersion.String(), "kind": "NodeGroup",
+		"metadata": map[string]any{"name": "v-empty"}, "spec": map[string]any{},
+	}}
+	if err := k8s.Create(ctx, u); err != nil {
+		t.Fatalf("empty spec: %v", err)
+	}
+	t.Cleanup(func() { deleteAndWait(t, "v-empty") })
+	if g := get(t, "v-empty"); g.Spec.Flavor != "M" || g.Spec.NodeCount != 0 {
+		t.Errorf("empty spec defaulted to %+v, want flavor M, nodeCount 0", g.Spec)
+	}
+	nospec := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": ngv1.GroupVersion.String(), "kind": "NodeGroup", "metadata": map[string]any{"name": "v-nospec"},
+	}}
+	if err := k8s.Create(ctx, nospec); !apierrors.IsInvalid(err) {
+		t.Errorf("no spec: want Invalid, got %v", err)
+		if err == nil {
+			deleteAndWait(t, "v-nospec")
 		}
 	}
-	create(t, newGroup("v-nolabels", "S", 0))
-	if err := update(t, "v-nolabels", func(g *ngv1.NodeGroup) { g.Spec.Labels = map[string]string{"team": "a"} }); !apierrors.IsInvalid(err) {
-		t.Errorf("adding labels after creation: want Invalid, got %v", err)
+
+	// Immutability is self == oldSelf on each field, with the platform's messages.
+	g := create(t, withTaints(withLabels(newGroup("v-ok", "S", 0), map[string]string{"team": "a", "example.com/tier": "gold"}),
+		ngv1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}))
+	for name, c := range map[string]struct {
+		mutate  func(*ngv1.NodeGroup)
+		message string
+	}{
+		"flavor change": {func(g *ngv1.NodeGroup) { g.Spec.Flavor = "M" }, "flavor is immutable"},
+		"label change":  {func(g *ngv1.NodeGroup) { g.Spec.Labels["team"] = "b" }, "labels are immutable after creation"},
+		"taint change":  {func(g *ngv1.NodeGroup) { g.Spec.Taints[0].Value = "y" }, "taints are immutable after creation"},
+	} {
+		if err := update(t, g.Name, c.mutate); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.message) {
+			t.Errorf("%s: want Invalid %q, got %v", name, c.message, err)
+		}
 	}
 	if err := update(t, g.Name, func(g *ngv1.NodeGroup) { g.Spec.NodeCount = 2 }); err != nil {
 		t.Errorf("changing nodeCount: %v", err)
+	}
+	// No presence pinning: what was absent can be added, what was present removed.
+	create(t, newGroup("v-bare", "S", 0))
+	if err := update(t, "v-bare", func(g *ngv1.NodeGroup) {
+		g.Spec.Taints = []ngv1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}}
+	}); err != nil {
+		t.Errorf("adding taints to a group created without them: %v", err)
+	}
+	if err := update(t, "v-bare", func(g *ngv1.NodeGroup) { g.Spec.Labels = map[string]string{"team": "a"} }); err != nil {
+		t.Errorf("adding labels to a group created without them: %v", err)
+	}
+	if err := update(t, g.Name, func(g *ngv1.NodeGroup) { g.Spec.Labels = nil }); err != nil {
+		t.Errorf("removing labels: %v", err)
 	}
 }
 
@@ -80,55 +137,78 @@ func update(t *testing.T, name string, mutate func(*ngv1.NodeGroup)) error {
 	}
 }
 
-func TestQuotaAtExactTotals(t *testing.T) {
-	// Control plane: 2 × S = 16 vCPU / 24 GB. One M (10 / 16) reaches exactly 40 GB.
-	create(t, newGroup("q-m", "M", 1))
-	g := waitPhase(t, "q-m", ngv1.PhaseSynced)
-	if c := condition(g, ngv1.ConditionReady); c.Status != "True" {
-		t.Errorf("accepted group Ready = %+v", c)
-	}
-	// One 2XS more (4 / 4) overflows RAM: 44 GB.
-	create(t, newGroup("q-2xs", "2XS", 1))
-	g = waitPhase(t, "q-2xs", ngv1.PhaseQuotaExceeded)
-	c := condition(g, ngv1.ConditionReconcileFailed)
-	if c.Status != "True" || c.Reason != ngv1.ReasonQuotaExceeded || c.Message != "Quota exceeded: RAM max: limit = 40.0 GB | actual = 44.0 GB" {
-		t.Errorf("ReconcileFailed = %+v", c)
-	}
-	if _, err := getNode("q-2xs-node0"); !apierrors.IsNotFound(err) {
-		t.Errorf("rejected group got a node: %v", err)
-	}
-	waitNodeReady(t, "q-m-node0")
-}
-
-func TestQuotaCPUMessage(t *testing.T) {
-	configure(t, func(o *operator.Options) { o.QuotaRAMGB = 1000 })
-	// 16 (control plane) + 6 × 4 = 40 vCPU: accepted; then 4 more: 44.
-	create(t, newGroup("c-a", "2XS", 6))
-	waitPhase(t, "c-a", ngv1.PhaseSynced)
-	create(t, newGroup("c-b", "2XS", 1))
-	g := waitPhase(t, "c-b", ngv1.PhaseQuotaExceeded)
-	if c := condition(g, ngv1.ConditionReconcileFailed); c.Message != "Quota exceeded: CPU max: limit = 40 | actual = 44" {
-		t.Errorf("ReconcileFailed = %+v", c)
-	}
-}
-
-func TestNodeLifecycle(t *testing.T) {
-	ctx := context.Background()
+// An accepted group: the first write is the decision (Creating), the node joins while the
+// group is still Creating, Synced and Ready=True arrive together afterwards.
+func TestAcceptedGroupTimeline(t *testing.T) {
+	configure(t, func(o *operator.Options) {
+		o.DecisionDelay, o.JoinDelay, o.SyncDelayMin, o.SyncDelayMax = 300*time.Millisecond, 1500*time.Millisecond, 3*time.Second, 3*time.Second
+	})
+	h := record(t, "life")
+	start := time.Now()
 	g := create(t, withTaints(withLabels(newGroup("life", "XS", 1), map[string]string{"team": "blue"}),
 		ngv1.Taint{Key: "dedicated", Value: "blue", Effect: corev1.TaintEffectNoSchedule}))
 	got := waitPhase(t, g.Name, ngv1.PhaseSynced)
 	if !controllerutil.ContainsFinalizer(got, operator.Finalizer) {
 		t.Errorf("no finalizer on accepted group: %v", got.Finalizers)
 	}
+
+	writes := h.writes()
+	if len(writes) == 0 {
+		t.Fatal("no status write seen")
+	}
+	first := writes[0]
+	if d := first.at.Sub(start); d < 300*time.Millisecond {
+		t.Errorf("decision after %s, want ≥ the 300ms decision delay", d)
+	}
+	if first.status.Phase != ngv1.PhaseCreating || len(first.status.Conditions) != 1 ||
+		!hasCondition(first.status, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, ngv1.ReasonCreating) {
+		t.Errorf("first write = %+v, want phase Creating and only ReconcileInProgress=True(Creating)", first.status)
+	}
+	if first.status.UpstreamID == "" {
+		t.Errorf("no upstreamId at acceptance")
+	}
+	joined, synced := -1, -1
+	for i, w := range writes {
+		if joined < 0 && w.status.NodeCount == 1 {
+			joined = i
+		}
+		if w.status.Phase == ngv1.PhaseSynced {
+			synced = i
+			break
+		}
+		if w.status.Phase != ngv1.PhaseCreating {
+			t.Errorf("write %d before Synced has phase %q", i, w.status.Phase)
+		}
+	}
+	if joined < 0 || synced < 0 || joined >= synced {
+		t.Fatalf("node joined at write %d, Synced at write %d: want the join while Creating (writes %+v)", joined, synced, writes)
+	}
+	s := writes[synced]
+	if !hasCondition(s.status, ngv1.ConditionReady, metav1.ConditionTrue, ngv1.ReasonSynced) ||
+		!hasCondition(s.status, ngv1.ConditionReconcileInProgress, metav1.ConditionFalse, ngv1.ReasonSynced) ||
+		!hasCondition(s.status, ngv1.ConditionReconcileFailed, metav1.ConditionFalse, ngv1.ReasonSynced) {
+		t.Errorf("Synced write = %+v, want Ready=True, ReconcileInProgress=False, ReconcileFailed=False together", s.status)
+	}
+	if d := s.at.Sub(start); d < 3*time.Second {
+		t.Errorf("Synced after %s, want ≥ the 3s sync delay", d)
+	}
+	if s.status.Labels["team"] != "blue" || len(s.status.Taints) != 1 || s.status.TargetNodeCount != 1 {
+		t.Errorf("Synced status labels %v taints %v target %d", s.status.Labels, s.status.Taints, s.status.TargetNodeCount)
+	}
+
 	n := waitNodeReady(t, "life-node0")
 	for k, v := range map[string]string{
 		ngv1.LabelNodeGroup: "life", ngv1.LabelFlavor: "XS", ngv1.LabelClusterNodeRole: ngv1.NodeRoleWorker,
 		"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": "life-node0",
-		"node.kubernetes.io/instance-type": "XS", "topology.kubernetes.io/region": "par", "topology.kubernetes.io/zone": "par",
-		"team": "blue",
+		"node.kubernetes.io/instance-type": "XS", "team": "blue",
 	} {
 		if n.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, n.Labels[k], v)
+		}
+	}
+	for _, k := range []string{corev1.LabelTopologyRegion, corev1.LabelTopologyZone} {
+		if v, ok := n.Labels[k]; ok {
+			t.Errorf("label %s=%s: CKE does not stamp topology labels", k, v)
 		}
 	}
 	// The controller-manager may still carry its not-ready taint from before kwok's first
@@ -150,49 +230,158 @@ func TestNodeLifecycle(t *testing.T) {
 			t.Errorf("capacity %s = %s, want %s", res, q.String(), want)
 		}
 	}
-	for res, want := range map[corev1.ResourceName]string{"cpu": "6", "memory": "7835180Ki", "ephemeral-storage": "36874339Ki", "pods": "110"} {
+	for res, want := range map[corev1.ResourceName]string{"cpu": "6", "memory": "7451264Ki", "ephemeral-storage": "36874339Ki", "pods": "110"} {
 		if q := n.Status.Allocatable[res]; q.String() != want {
 			t.Errorf("allocatable %s = %s, want %s", res, q.String(), want)
 		}
 	}
-	eventually(t, 10*time.Second, func() error {
-		if s := get(t, g.Name).Status; s.NodeCount != 1 || s.TargetNodeCount != 1 {
-			return fmt.Errorf("status nodeCount %d target %d", s.NodeCount, s.TargetNodeCount)
+	if n.Status.NodeInfo.KubeletVersion != "v1.37.0" {
+		t.Errorf("kubelet %s, CKE runs 1.37.0", n.Status.NodeInfo.KubeletVersion)
+	}
+}
+
+// Sync delays are drawn per group within the range, reproducibly.
+func TestSyncDelayDrawnInRange(t *testing.T) {
+	configure(t, func(o *operator.Options) {
+		o.DecisionDelay, o.JoinDelay, o.SyncDelayMin, o.SyncDelayMax = 0, 500*time.Millisecond, 2*time.Second, 4*time.Second
+	})
+	start := time.Now()
+	create(t, newGroup("draw", "2XS", 0))
+	waitPhase(t, "draw", ngv1.PhaseSynced)
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("Synced after %s, want within 2–4 s", d)
+	}
+}
+
+func TestStampTopologyLabels(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.StampTopologyLabels = true })
+	create(t, newGroup("topo", "2XS", 1))
+	n := waitNodeReady(t, "topo-node0")
+	if n.Labels[corev1.LabelTopologyRegion] != "par" || n.Labels[corev1.LabelTopologyZone] != "par" {
+		t.Errorf("labels %v, want region and zone par", n.Labels)
+	}
+}
+
+// A quota refusal is the first write: QuotaExceeded with an empty message, never preceded by
+// Creating or ReconcileInProgress.
+func TestQuotaRefusal(t *testing.T) {
+	// Control plane: 2 × S = 16 vCPU / 24 GB. One M (10 / 16) reaches exactly 40 GB.
+	create(t, newGroup("q-m", "M", 1))
+	waitPhase(t, "q-m", ngv1.PhaseSynced)
+	// One 2XS more (4 / 4) overflows RAM: 44 GB.
+	h := record(t, "q-2xs")
+	create(t, newGroup("q-2xs", "2XS", 1))
+	g := waitPhase(t, "q-2xs", ngv1.PhaseQuotaExceeded)
+	if c := condition(g, ngv1.ConditionReconcileFailed); c.Status != "True" || c.Reason != ngv1.ReasonQuotaExceeded || c.Message != "" {
+		t.Errorf("ReconcileFailed = %+v, want True, QuotaExceeded, empty message", c)
+	}
+	consistently(t, time.Second, func() error {
+		for _, w := range h.writes() {
+			if w.status.Phase != ngv1.PhaseQuotaExceeded || len(w.status.Conditions) != 1 {
+				return fmt.Errorf("refused group wrote %+v", w.status)
+			}
+		}
+		if _, err := getNode("q-2xs-node0"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("refused group got a node: %v", err)
 		}
 		return nil
 	})
+	waitNodeReady(t, "q-m-node0")
+}
 
-	// Karpenter holds a finalizer on its nodes: the group must wait for the Node to go.
-	const held = "test.sim/hold"
+// Clusters not upgraded still word the refusal (RAM first, then CPU).
+func TestLegacyQuotaMessage(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.LegacyQuotaMessage = true })
+	create(t, newGroup("lq-big", "M", 2)) // 24 + 32 = 56 GB
+	g := waitPhase(t, "lq-big", ngv1.PhaseQuotaExceeded)
+	if c := condition(g, ngv1.ConditionReconcileFailed); c.Message != "Quota exceeded: RAM max: limit = 40.0 GB | actual = 56.0 GB" {
+		t.Errorf("ReconcileFailed = %+v", c)
+	}
+	configure(t, func(o *operator.Options) { o.QuotaRAMGB = 1000 })
+	// 16 (control plane) + 7 × 4 = 44 vCPU.
+	create(t, newGroup("lq-cpu", "2XS", 7))
+	g = waitPhase(t, "lq-cpu", ngv1.PhaseQuotaExceeded)
+	if c := condition(g, ngv1.ConditionReconcileFailed); c.Message != "Quota exceeded: CPU max: limit = 40 | actual = 44" {
+		t.Errorf("ReconcileFailed = %+v", c)
+	}
+}
+
+// Deletion, in the platform's order: Terminating at once; TeardownDelay later the VM is gone
+// (Node NotReady, its kubelet stopped) and the Node object is deleted; the group goes once
+// the Node object is gone. A Karpenter finalizer on the Node holds the group until Karpenter
+// lets go, which it does for a NotReady Node whose instance the provider reports gone.
+func TestDeletionOrder(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.TeardownDelay = 2 * time.Second })
+	ctx := context.Background()
+	g := create(t, newGroup("del", "2XS", 1))
+	waitPhase(t, g.Name, ngv1.PhaseSynced)
+	n := waitNodeReady(t, "del-node0")
+	const held = "karpenter.sh/termination"
 	patchNodeFinalizers(t, n.Name, []string{held})
-	if err := k8s.Delete(ctx, got); err != nil {
+	deleted := time.Now()
+	if err := k8s.Delete(ctx, get(t, g.Name)); err != nil {
 		t.Fatalf("deleting NodeGroup: %v", err)
 	}
-	eventually(t, 10*time.Second, func() error {
-		n, err := getNode("life-node0")
-		if err != nil || n.DeletionTimestamp.IsZero() {
-			return fmt.Errorf("node not terminating yet (%v)", err)
-		}
+	eventually(t, 5*time.Second, func() error {
 		if c := condition(get(t, g.Name), ngv1.ConditionTerminating); c.Status != "True" {
 			return fmt.Errorf("Terminating condition %+v", c)
 		}
 		return nil
 	})
-	consistently(t, time.Second, func() error {
-		_, err := getNode("life-node0")
-		if err := k8s.Get(ctx, client.ObjectKey{Name: g.Name}, &ngv1.NodeGroup{}); err != nil {
-			return fmt.Errorf("NodeGroup went before its node: %v", err)
+	// Until the teardown the VM runs: Node Ready and not deleted.
+	consistently(t, time.Until(deleted.Add(1500*time.Millisecond)), func() error {
+		n, err := getNode("del-node0")
+		if err != nil {
+			return err
 		}
-		return err
+		if !n.DeletionTimestamp.IsZero() || !nodeReadyTrue(n) {
+			return fmt.Errorf("node torn down %s after the delete, before the teardown delay", time.Since(deleted))
+		}
+		return nil
 	})
-	patchNodeFinalizers(t, n.Name, nil)
-	waitNodeGone(t, "life-node0")
-	deleteAndWait(t, g.Name)
+	// Then the VM is gone: NotReady, and the Node object deleted (Karpenter's finalizer holds it).
+	eventually(t, 10*time.Second, func() error {
+		n, err := getNode("del-node0")
+		if err != nil {
+			return err
+		}
+		ready := nodeReadyCondition(n)
+		if n.DeletionTimestamp.IsZero() || ready == nil || ready.Status != corev1.ConditionFalse || ready.Reason != operator.NodeShutdownReason {
+			return fmt.Errorf("node deleting %v, Ready %+v", !n.DeletionTimestamp.IsZero(), ready)
+		}
+		return nil
+	})
+	if d := time.Since(deleted); d < 2*time.Second {
+		t.Errorf("VM torn down %s after the delete, want ≥ the 2s teardown delay", d)
+	}
+	consistently(t, time.Second, func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Name: g.Name}, &ngv1.NodeGroup{}); err != nil {
+			return fmt.Errorf("NodeGroup went before its Node: %v", err)
+		}
+		return nil
+	})
+	// Karpenter core's node termination: a NotReady Node whose instance the provider reports
+	// gone (a terminating group reads as gone) loses its finalizer.
+	cur, err := getNode("del-node0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nodeReadyTrue(cur) && !get(t, g.Name).DeletionTimestamp.IsZero() {
+		patchNodeFinalizers(t, cur.Name, nil)
+	}
+	waitNodeGone(t, "del-node0")
+	eventually(t, 10*time.Second, func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Name: g.Name}, &ngv1.NodeGroup{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("NodeGroup still there (%v)", err)
+		}
+		return nil
+	})
 }
 
 func TestOutOfBandResize(t *testing.T) {
 	ctx := context.Background()
-	g := create(t, newGroup("resize", "2XS", 1))
+	g := create(t, withLabels(newGroup("resize", "2XS", 1), map[string]string{"team": "red"}))
+	waitPhase(t, g.Name, ngv1.PhaseSynced)
 	waitNodeReady(t, "resize-node0")
 
 	scale := func(n int32) {
@@ -203,25 +392,38 @@ func TestOutOfBandResize(t *testing.T) {
 			t.Fatalf("scaling to %d: %v", n, err)
 		}
 	}
+	h := record(t, g.Name)
 	scale(3)
 	waitNodeReady(t, "resize-node1")
-	waitNodeReady(t, "resize-node2")
-	eventually(t, 10*time.Second, func() error {
-		if s := get(t, g.Name).Status; s.NodeCount != 3 {
-			return fmt.Errorf("status nodeCount %d", s.NodeCount)
+	n2 := waitNodeReady(t, "resize-node2")
+	if n2.Labels["team"] != "red" {
+		t.Errorf("resized node labels %v, want the group's spec.labels", n2.Labels)
+	}
+	got := waitPhase(t, g.Name, ngv1.PhaseSynced)
+	if got.Status.NodeCount != 3 || got.Status.TargetNodeCount != 3 {
+		t.Errorf("status nodeCount %d target %d", got.Status.NodeCount, got.Status.TargetNodeCount)
+	}
+	scaling := false
+	for _, w := range h.writes() {
+		if w.status.Phase == ngv1.PhaseScaling && hasCondition(w.status, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, ngv1.ReasonScaling) &&
+			hasCondition(w.status, ngv1.ConditionReady, metav1.ConditionTrue, ngv1.ReasonSynced) {
+			scaling = true
 		}
-		return nil
-	})
+	}
+	if !scaling {
+		t.Errorf("no Scaling write (ReconcileInProgress=True reason Scaling, Ready kept) seen: %+v", h.writes())
+	}
 	scale(1)
 	waitNodeGone(t, "resize-node2")
 	waitNodeGone(t, "resize-node1")
 	if _, err := getNode("resize-node0"); err != nil {
 		t.Errorf("node0 should stay: %v", err)
 	}
-	// Beyond the quota (16/24 + 3 × 2XS = 28/36; 5 × 2XS = 36/44): rejected, nodes kept.
+	waitPhase(t, g.Name, ngv1.PhaseSynced)
+	// Beyond the quota (16/24 + 5 × 2XS = 36/44): refused, nodes kept.
 	scale(5)
-	got := waitPhase(t, g.Name, ngv1.PhaseQuotaExceeded)
-	if c := condition(got, ngv1.ConditionReconcileFailed); c.Message != "Quota exceeded: RAM max: limit = 40.0 GB | actual = 44.0 GB" {
+	got = waitPhase(t, g.Name, ngv1.PhaseQuotaExceeded)
+	if c := condition(got, ngv1.ConditionReconcileFailed); c.Status != "True" || c.Message != "" {
 		t.Errorf("ReconcileFailed = %+v", c)
 	}
 	if _, err := getNode("resize-node0"); err != nil {
@@ -234,24 +436,24 @@ func TestOutOfBandResize(t *testing.T) {
 
 func TestFaultNeverAccept(t *testing.T) {
 	g := create(t, withFault(newGroup("f-never", "2XS", 1), operator.FaultNeverAccept))
-	eventually(t, 10*time.Second, func() error {
-		if c := condition(get(t, g.Name), ngv1.ConditionReconcileInProgress); c.Status != "True" {
-			return fmt.Errorf("ReconcileInProgress %+v", c)
+	eventually(t, 5*time.Second, func() error {
+		if !controllerutil.ContainsFinalizer(get(t, g.Name), operator.Finalizer) {
+			return errors.New("operator has not seen the group yet")
 		}
 		return nil
 	})
 	consistently(t, 2*time.Second, func() error {
-		if s := get(t, g.Name).Status; s.Phase != "" || condition(get(t, g.Name), ngv1.ConditionReady).Status == "True" {
-			return fmt.Errorf("never-accept group judged: %+v", s)
+		if s := get(t, g.Name).Status; s.Phase != "" || len(s.Conditions) != 0 {
+			return fmt.Errorf("never-accept group got a status write: %+v", s)
 		}
 		return nil
 	})
 }
 
 func TestFaultVanishAfterAccept(t *testing.T) {
-	configure(t, func(o *operator.Options) { o.VanishDelay = time.Second; o.BootDelay = 5 * time.Second })
+	configure(t, func(o *operator.Options) { o.VanishDelay = time.Second; o.JoinDelay = 5 * time.Second })
 	g := create(t, withFault(newGroup("f-vanish", "2XS", 1), operator.FaultVanishAfterAccept))
-	waitPhase(t, g.Name, ngv1.PhaseSynced)
+	waitPhase(t, g.Name, ngv1.PhaseCreating)
 	eventually(t, 20*time.Second, func() error {
 		err := k8s.Get(context.Background(), client.ObjectKey{Name: g.Name}, &ngv1.NodeGroup{})
 		if apierrors.IsNotFound(err) {
@@ -273,51 +475,131 @@ func TestFaultNodeNeverReady(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				return fmt.Errorf("node became Ready")
-			}
+		if nodeReadyTrue(n) {
+			return fmt.Errorf("node became Ready")
 		}
 		return nil
 	})
 }
 
 func TestFaultSlowBoot(t *testing.T) {
-	configure(t, func(o *operator.Options) { o.SlowBootDelay = 3 * time.Second })
+	configure(t, func(o *operator.Options) { o.SlowBootDelay = 4 * time.Second })
+	start := time.Now()
 	g := create(t, withFault(newGroup("f-slow", "2XS", 1), operator.FaultSlowBoot))
-	synced := waitPhase(t, g.Name, ngv1.PhaseSynced)
-	n := waitNodeReady(t, "f-slow-node0")
-	// Both stamps come from this machine's clock at second resolution: a 3 s boot is ≥ 2 s
-	// apart whatever the truncation, a normal (instant) boot at most 1 s. The test's own
-	// observation of the acceptance would lag under load and shorten the gap.
-	ready := meta.FindStatusCondition(synced.Status.Conditions, ngv1.ConditionReady)
-	if ready == nil || ready.Status != metav1.ConditionTrue {
-		t.Fatalf("accepted group without Ready=True: %+v", synced.Status.Conditions)
+	waitPhase(t, g.Name, ngv1.PhaseCreating)
+	eventually(t, 20*time.Second, func() error { _, err := getNode("f-slow-node0"); return err })
+	if d := time.Since(start); d < 4*time.Second {
+		t.Errorf("slow boot joined %s after creation, want ≥ 4s", d)
 	}
-	if d := n.CreationTimestamp.Sub(ready.LastTransitionTime.Time); d < 2*time.Second {
-		t.Errorf("slow boot joined %s after acceptance, want ≥ ~3s", d)
+	if p := get(t, g.Name).Status.Phase; p != ngv1.PhaseCreating {
+		t.Errorf("phase %q when the slow node joined, want Creating (Synced only after the join)", p)
+	}
+	waitPhase(t, g.Name, ngv1.PhaseSynced)
+}
+
+// An upstream error during creation: Creating and UpstreamError together, then recovery.
+func TestFaultUpstreamErrorOnCreation(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.UpstreamErrorDuration = 2 * time.Second })
+	h := record(t, "f-upstream")
+	g := create(t, withFault(newGroup("f-upstream", "2XS", 1), operator.FaultUpstreamError))
+	got := waitPhase(t, g.Name, ngv1.PhaseUpstreamError)
+	if !hasCondition(got.Status, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, ngv1.ReasonCreating) ||
+		!hasConditionMessage(got.Status, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ngv1.ReasonUpstreamError, operator.UpstreamErrorMessage) {
+		t.Errorf("status %+v, want ReconcileInProgress=True(Creating) and ReconcileFailed=True(UpstreamError)", got.Status)
+	}
+	if _, err := getNode("f-upstream-node0"); !apierrors.IsNotFound(err) {
+		t.Errorf("node joined during the upstream error: %v", err)
+	}
+	got = waitPhase(t, g.Name, ngv1.PhaseSynced)
+	if c := condition(got, ngv1.ConditionReconcileFailed); c.Status != "False" {
+		t.Errorf("ReconcileFailed after recovery %+v", c)
+	}
+	waitNodeReady(t, "f-upstream-node0")
+	if w := h.writes(); len(w) == 0 || w[0].status.Phase != ngv1.PhaseUpstreamError {
+		t.Errorf("first write %+v, want the decision already failing", w)
 	}
 }
 
-func TestGlobalFault(t *testing.T) {
-	configure(t, func(o *operator.Options) { o.Faults = []operator.Fault{operator.FaultNeverAccept} })
-	g := create(t, newGroup("f-global", "2XS", 1))
-	eventually(t, 10*time.Second, func() error {
-		if c := condition(get(t, g.Name), ngv1.ConditionReconcileInProgress); c.Status != "True" {
-			return fmt.Errorf("ReconcileInProgress %+v", c)
+// The shape seen live on a scale-up: Ready=True(Synced), ReconcileInProgress=True(Scaling),
+// ReconcileFailed=True(UpstreamError), phase UpstreamError.
+func TestFaultUpstreamErrorOnScaleUp(t *testing.T) {
+	g := create(t, newGroup("f-upscale", "2XS", 1))
+	waitPhase(t, g.Name, ngv1.PhaseSynced)
+	configure(t, func(o *operator.Options) { o.UpstreamErrorDuration = 2 * time.Second })
+	if err := update(t, g.Name, func(g *ngv1.NodeGroup) {
+		g.Annotations = map[string]string{operator.FaultAnnotation: string(operator.FaultUpstreamError)}
+		g.Spec.NodeCount = 2
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitPhase(t, g.Name, ngv1.PhaseUpstreamError)
+	if !hasCondition(got.Status, ngv1.ConditionReady, metav1.ConditionTrue, ngv1.ReasonSynced) ||
+		!hasCondition(got.Status, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, ngv1.ReasonScaling) ||
+		!hasConditionMessage(got.Status, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ngv1.ReasonUpstreamError, operator.UpstreamErrorMessage) {
+		t.Errorf("status %+v, want the live shape", got.Status)
+	}
+	waitPhase(t, g.Name, ngv1.PhaseSynced)
+	waitNodeReady(t, "f-upscale-node1")
+}
+
+// A refusal after Creating, with a reason that is neither quota nor upstream error.
+func TestFaultLateRefusal(t *testing.T) {
+	h := record(t, "f-late")
+	g := create(t, withFault(newGroup("f-late", "XS", 1), operator.FaultLateRefusal))
+	got := waitPhase(t, g.Name, operator.ReasonProvisioningFailed)
+	if c := condition(got, ngv1.ConditionReconcileFailed); c.Status != "True" || c.Reason != operator.ReasonProvisioningFailed || c.Message != fmt.Sprintf(operator.LateRefusalMessage, "XS") {
+		t.Errorf("ReconcileFailed = %+v", c)
+	}
+	if w := h.writes(); len(w) == 0 || w[0].status.Phase != ngv1.PhaseCreating {
+		t.Errorf("writes %+v, want Creating first", w)
+	}
+	consistently(t, 2*time.Second, func() error {
+		if _, err := getNode("f-late-node0"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("late-refused group got a node: %v", err)
 		}
 		return nil
 	})
+}
+
+func TestFaultNeverSync(t *testing.T) {
+	g := create(t, withFault(newGroup("f-nosync", "2XS", 1), operator.FaultNeverSync))
+	waitNodeReady(t, "f-nosync-node0")
+	consistently(t, 4*time.Second, func() error {
+		if p := get(t, g.Name).Status.Phase; p != ngv1.PhaseCreating {
+			return fmt.Errorf("never-sync group in phase %q", p)
+		}
+		return nil
+	})
+}
+
+func TestFaultNeverSyncNoNode(t *testing.T) {
+	g := create(t, withFault(newGroup("f-nonode", "2XS", 1), operator.FaultNeverSyncNoNode))
+	waitPhase(t, g.Name, ngv1.PhaseCreating)
+	consistently(t, 4*time.Second, func() error {
+		if p := get(t, g.Name).Status.Phase; p != ngv1.PhaseCreating {
+			return fmt.Errorf("never-sync-no-node group in phase %q", p)
+		}
+		if _, err := getNode("f-nonode-node0"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("node joined: %v", err)
+		}
+		return nil
+	})
+}
+
+func TestGlobalFault(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.Faults = []operator.Fault{operator.FaultNeverSyncNoNode} })
+	g := create(t, newGroup("f-global", "2XS", 1))
+	waitPhase(t, g.Name, ngv1.PhaseCreating)
 	// An annotation overrides the global faults, here with none.
 	ok := create(t, withFault(newGroup("f-override", "2XS", 0), ""))
 	waitPhase(t, ok.Name, ngv1.PhaseSynced)
-	if get(t, g.Name).Status.Phase != "" {
-		t.Errorf("globally faulted group was judged")
+	if p := get(t, g.Name).Status.Phase; p != ngv1.PhaseCreating {
+		t.Errorf("globally faulted group in phase %q", p)
 	}
 }
 
-func TestQuotaBatchRejectsConcurrentCreations(t *testing.T) {
-	configure(t, func(o *operator.Options) { o.QuotaBatchWindow = 2 * time.Second })
+func TestQuotaBatchRefusesConcurrentCreations(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.QuotaBatchWindow = 2 * time.Second; o.LegacyQuotaMessage = true })
 	// Each M (10 / 16) fits alone beside the control plane; both together need 56 GB.
 	create(t, newGroup("b-1", "M", 1))
 	create(t, newGroup("b-2", "M", 1))
@@ -329,9 +611,10 @@ func TestQuotaBatchRejectsConcurrentCreations(t *testing.T) {
 	}
 }
 
-func TestQuotaLeakedReservation(t *testing.T) {
-	configure(t, func(o *operator.Options) { o.LeakedReservationTTL = time.Hour })
-	create(t, newGroup("l-big", "M", 2)) // 24 + 32 = 56 GB: rejected
+// create → refuse → delete leaks the refused reservation.
+func TestQuotaLeakAfterRefusal(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.LeakedReservationTTL = time.Hour; o.LegacyQuotaMessage = true })
+	create(t, newGroup("l-big", "M", 2)) // 24 + 32 = 56 GB: refused
 	waitPhase(t, "l-big", ngv1.PhaseQuotaExceeded)
 	deleteAndWait(t, "l-big")
 	// Alone it would fit (40 GB), but the leaked 32 GB still count.
@@ -340,6 +623,33 @@ func TestQuotaLeakedReservation(t *testing.T) {
 	if c := condition(g, ngv1.ConditionReconcileFailed); c.Message != "Quota exceeded: RAM max: limit = 40.0 GB | actual = 72.0 GB" {
 		t.Errorf("ReconcileFailed = %+v", c)
 	}
+}
+
+// Deleting a group while its first reconcile runs (Creating) leaks its reservation.
+func TestQuotaLeakOnDeleteDuringCreation(t *testing.T) {
+	configure(t, func(o *operator.Options) {
+		o.LeakedReservationTTL = time.Hour
+		o.LegacyQuotaMessage = true
+		o.SyncDelayMin, o.SyncDelayMax = time.Minute, time.Minute
+	})
+	create(t, newGroup("l-first", "M", 1)) // 24 + 16 = 40 GB: accepted
+	waitPhase(t, "l-first", ngv1.PhaseCreating)
+	deleteAndWait(t, "l-first")
+	create(t, newGroup("l-next", "M", 1))
+	g := waitPhase(t, "l-next", ngv1.PhaseQuotaExceeded)
+	if c := condition(g, ngv1.ConditionReconcileFailed); c.Message != "Quota exceeded: RAM max: limit = 40.0 GB | actual = 56.0 GB" {
+		t.Errorf("ReconcileFailed = %+v", c)
+	}
+}
+
+// A group deleted once Synced gives its reservation back.
+func TestQuotaNoLeakOnDeleteAfterSync(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.LeakedReservationTTL = time.Hour })
+	create(t, newGroup("l-synced", "M", 1))
+	waitPhase(t, "l-synced", ngv1.PhaseSynced)
+	deleteAndWait(t, "l-synced")
+	create(t, newGroup("l-after", "M", 1))
+	waitPhase(t, "l-after", ngv1.PhaseCreating)
 }
 
 func TestPodsRunOnSimulatedNodes(t *testing.T) {
@@ -371,6 +681,87 @@ func TestPodsRunOnSimulatedNodes(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// snapshot is one status a group was seen with, and when.
+type snapshot struct {
+	at     time.Time
+	status ngv1.NodeGroupStatus
+}
+
+// history records every version of one group, from before its creation.
+type history struct {
+	mu    sync.Mutex
+	snaps []snapshot
+}
+
+func record(t *testing.T, name string) *history {
+	t.Helper()
+	w, err := k8s.Watch(context.Background(), &ngv1.NodeGroupList{}, client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		t.Fatalf("watching NodeGroup %q: %v", name, err)
+	}
+	t.Cleanup(w.Stop)
+	h := &history{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if g, ok := ev.Object.(*ngv1.NodeGroup); ok {
+				h.mu.Lock()
+				h.snaps = append(h.snaps, snapshot{at: time.Now(), status: g.Status})
+				h.mu.Unlock()
+			}
+		}
+	}()
+	return h
+}
+
+// writes are the distinct non-empty statuses seen, in order.
+func (h *history) writes() []snapshot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []snapshot
+	for _, s := range h.snaps {
+		if s.status.Phase == "" && len(s.status.Conditions) == 0 {
+			continue
+		}
+		if len(out) > 0 && fmt.Sprint(out[len(out)-1].status) == fmt.Sprint(s.status) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func hasCondition(s ngv1.NodeGroupStatus, t string, status metav1.ConditionStatus, reason string) bool {
+	for _, c := range s.Conditions {
+		if c.Type == t {
+			return c.Status == status && c.Reason == reason
+		}
+	}
+	return false
+}
+
+func hasConditionMessage(s ngv1.NodeGroupStatus, t string, status metav1.ConditionStatus, reason, message string) bool {
+	for _, c := range s.Conditions {
+		if c.Type == t {
+			return c.Status == status && c.Reason == reason && c.Message == message
+		}
+	}
+	return false
+}
+
+func nodeReadyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func nodeReadyTrue(n *corev1.Node) bool {
+	c := nodeReadyCondition(n)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 func withLabels(g *ngv1.NodeGroup, l map[string]string) *ngv1.NodeGroup {

@@ -47,7 +47,7 @@ func TestResources(t *testing.T) {
 			t.Errorf("capacity %s = %s, want %s", name, q.String(), want)
 		}
 	}
-	for name, want := range map[string]string{"cpu": "8", "memory": "11854748Ki", "ephemeral-storage": "36874339Ki", "pods": "110"} {
+	for name, want := range map[string]string{"cpu": "8", "memory": "11283432Ki", "ephemeral-storage": "36874339Ki", "pods": "110"} {
 		q := allocatable[corev1.ResourceName(name)]
 		if q.String() != want {
 			t.Errorf("allocatable %s = %s, want %s", name, q.String(), want)

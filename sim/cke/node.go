@@ -16,8 +16,13 @@ const (
 	Zone   = "par"
 )
 
-// KubeletVersion is what simulated kubelets report; CKE defaults to Kubernetes 1.36.
-const KubeletVersion = "v1.36.3"
+// What simulated kubelets report: current CKE clusters run Kubernetes 1.37.0 on kernel
+// 7.2.8-clevercloud-vm with containerd 2.3.5 (cke-platform.md §2 rev 2).
+const (
+	KubeletVersion          = "v1.37.0"
+	KernelVersion           = "7.2.8-clevercloud-vm"
+	ContainerRuntimeVersion = "containerd://2.3.5"
+)
 
 // KwokAnnotation marks the Nodes the fake kubelet (kwok) drives; nodes without it never
 // become Ready, which is how the simulator fakes a VM that boots but never joins properly.
@@ -38,10 +43,15 @@ type NodeSpec struct {
 	Taints []corev1.Taint
 	// NeverReady leaves the node out of the fake kubelet's hands.
 	NeverReady bool
+	// Topology stamps topology.kubernetes.io/region and /zone. CKE does not (§2 rev 2: on a
+	// live node they came from Karpenter's registration); the option exists for clusters
+	// that still show them.
+	Topology bool
 }
 
 // NewNode builds the Node object CKE's kubelet would register: CKE labels, well-known labels,
-// the flavor's capacity and allocatable, and deliberately no spec.providerID.
+// the group's labels (on every node of the group), the flavor's capacity and allocatable, and
+// deliberately no spec.providerID.
 func NewNode(s NodeSpec) *corev1.Node {
 	labels := map[string]string{}
 	for k, v := range s.Labels {
@@ -54,10 +64,12 @@ func NewNode(s NodeSpec) *corev1.Node {
 		corev1.LabelOSStable:           "linux",
 		corev1.LabelHostname:           s.Name,
 		corev1.LabelInstanceTypeStable: s.Flavor.Name,
-		corev1.LabelTopologyRegion:     Region,
-		corev1.LabelTopologyZone:       Zone,
 	} {
 		labels[k] = v
+	}
+	if s.Topology {
+		labels[corev1.LabelTopologyRegion] = Region
+		labels[corev1.LabelTopologyZone] = Zone
 	}
 	if s.Group != "" {
 		labels[ngv1.LabelNodeGroup] = s.Group
@@ -77,7 +89,8 @@ func NewNode(s NodeSpec) *corev1.Node {
 				Architecture:            "amd64",
 				OperatingSystem:         "linux",
 				KubeletVersion:          KubeletVersion,
-				ContainerRuntimeVersion: "containerd://2.1.0",
+				KernelVersion:           KernelVersion,
+				ContainerRuntimeVersion: ContainerRuntimeVersion,
 				OSImage:                 "Clever Cloud CKE (simulated)",
 			},
 		},

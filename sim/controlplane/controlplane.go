@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -122,6 +124,13 @@ func (cp *ControlPlane) startAPIServer(logDir string) error {
 	env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
 	api := env.ControlPlane.GetAPIServer()
 	api.Out, api.Err = apiLog, apiLog
+	// A certificate folder of our own, not envtest's temporary one: envtest deletes its own
+	// on stop and makes a new serving CA on the next start, which no client configured
+	// before the restart trusts (RestartAPIServer needs the same certificates).
+	api.CertDir = filepath.Join(cp.opts.Dir, "apiserver")
+	if err := os.MkdirAll(api.CertDir, 0o700); err != nil {
+		return fmt.Errorf("creating apiserver certificate folder: %w", err)
+	}
 	if err := TieToParent(env, cp.opts.Dir); err != nil {
 		return err
 	}
@@ -188,6 +197,63 @@ func (cp *ControlPlane) components() ([]component, error) {
 			"--node-ip=10.0.0.1",
 		}},
 	}, nil
+}
+
+// RestartAPIServer kills the kube-apiserver with SIGKILL, as a crash would, runs down (if
+// not nil) while it is down, and starts it again on the same address with the same
+// certificates, client CA and etcd, so every client configured before reconnects by itself.
+func (cp *ControlPlane) RestartAPIServer(down func()) error {
+	api := cp.env.ControlPlane.GetAPIServer()
+	pid, err := findProcess("kube-apiserver", "--cert-dir="+api.CertDir)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing kube-apiserver (pid %d): %w", pid, err)
+	}
+	// Stop reaps the killed process (envtest's own bookkeeping).
+	if err := api.Stop(); err != nil {
+		return fmt.Errorf("reaping the killed kube-apiserver: %w", err)
+	}
+	if down != nil {
+		down()
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("restarting kube-apiserver: %w", err)
+	}
+	cp.opts.Log.Info("kube-apiserver restarted", "address", cp.config.Host)
+	return nil
+}
+
+// findProcess returns the pid of the one process whose command line holds name and arg.
+func findProcess(name, arg string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("listing processes: %w", err)
+	}
+	found := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if len(args) == 0 || filepath.Base(args[0]) != name || !slices.Contains(args[1:], arg) {
+			continue
+		}
+		if found != 0 {
+			return 0, fmt.Errorf("two %s processes with %s (%d, %d)", name, arg, found, pid)
+		}
+		found = pid
+	}
+	if found == 0 {
+		return 0, fmt.Errorf("no %s process with %s", name, arg)
+	}
+	return found, nil
 }
 
 // Config is an admin (system:masters) REST config.

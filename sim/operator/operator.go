@@ -1,11 +1,18 @@
 // Package operator is the simulated Clever Cloud node-group operator: a controller that
-// turns NodeGroup objects into Node objects the way CKE does, with its quota, its delays and,
-// on demand, its failures.
+// turns NodeGroup objects into Node objects the way CKE does (cke-platform.md §1 rev 2), with
+// its quota, its timeline and, on demand, its failures.
+//
+// The operator keeps what it decided about each group in memory and derives every status
+// write from that state on each reconcile. A write that fails (the apiserver restarting, a
+// conflict) is therefore made again on the next reconcile: no decision can be taken without
+// ever being published.
 package operator
 
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,51 +38,105 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/cke"
 )
 
-// Finalizer is the finalizer the operator holds on every NodeGroup until its VMs are gone.
-const Finalizer = "api.clever-cloud.com/nodegroup-operator"
+// Finalizer is the finalizer the operator holds on every NodeGroup until its VMs and Nodes
+// are gone. The platform's own name was not captured; this is the fixtures' spelling.
+const Finalizer = "api.clever-cloud.com/finalizer"
 
 // FaultAnnotation injects faults into one group: a comma-separated list of Fault values.
 const FaultAnnotation = "sim.clever-cloud.com/fault"
 
-// Fault is a failure the platform has shown in the field.
+// Fault is a failure the platform has shown in the field, or one a provider must survive.
 type Fault string
 
 const (
-	// FaultNeverAccept leaves the group unjudged forever (ReconcileInProgress=True).
+	// FaultNeverAccept: the operator never decides; the group gets no status write at all
+	// (an operator that is down or stuck).
 	FaultNeverAccept Fault = "never-accept"
-	// FaultVanishAfterAccept deletes the group upstream VanishDelay after acceptance, with
-	// no event: the object and its nodes disappear.
+	// FaultVanishAfterAccept deletes the group upstream VanishDelay after its acceptance,
+	// with no event: the object and its nodes disappear (§5, quota edge race).
 	FaultVanishAfterAccept Fault = "vanish-after-accept"
 	// FaultNodeNeverReady boots the nodes but their kubelet never reports Ready.
 	FaultNodeNeverReady Fault = "node-never-ready"
-	// FaultSlowBoot boots the nodes after SlowBootDelay instead of BootDelay.
+	// FaultSlowBoot makes the node join SlowBootDelay after creation instead of JoinDelay
+	// (§6: up to 185 s); Synced moves by as much.
 	FaultSlowBoot Fault = "slow-boot"
+	// FaultUpstreamError makes every upstream call of the group (its creation, each resize)
+	// fail for UpstreamErrorDuration before it goes through (§1, seen live on a scale-up).
+	FaultUpstreamError Fault = "upstream-error"
+	// FaultLateRefusal accepts the group (Creating), then at JoinDelay publishes
+	// ReconcileFailed=True reason ProvisioningFailed instead of a node; no node ever joins.
+	FaultLateRefusal Fault = "late-refusal"
+	// FaultNeverSync leaves the group Creating forever while its node joins.
+	FaultNeverSync Fault = "never-sync"
+	// FaultNeverSyncNoNode leaves the group Creating forever and no node ever joins.
+	FaultNeverSyncNoNode Fault = "never-sync-no-node"
 )
 
-// Options configure the operator. Zero durations mean "at once".
+// Status values the simulator writes beside the ones of the ngv1 package.
+const (
+	// ReasonDeleting is the Terminating reason.
+	ReasonDeleting = "Deleting"
+	// ReasonProvisioningFailed is the ReconcileFailed reason (and the phase) of FaultLateRefusal.
+	ReasonProvisioningFailed = "ProvisioningFailed"
+	// UpstreamErrorMessage is the message of ReconcileFailed reason UpstreamError, as seen live.
+	UpstreamErrorMessage = "API error: RequestDidntReturnSuccess"
+	// LateRefusalMessage is the ReconcileFailed message of FaultLateRefusal (%s: the flavor).
+	LateRefusalMessage = "Failed to provision the node group's VMs: no %s capacity available"
+	// NodeShutdownReason and NodeShutdownMessage are what a Node's Ready condition says once
+	// its VM is torn down: the kubelet's own words when the machine shuts down.
+	NodeShutdownReason  = "KubeletNotReady"
+	NodeShutdownMessage = "node is shutting down"
+)
+
+// Options configure the operator. Every delay is measured from the group's creation (or,
+// for a resize, from the operator seeing the new nodeCount); zero means "at once".
 type Options struct {
 	// QuotaCPU and QuotaRAMGB are the organisation quota. Zero means CKE's default, 40 / 40.
 	QuotaCPU   int64
 	QuotaRAMGB int64
-	// AcceptDelay is the time from a group's creation to its verdict (accepted or rejected).
-	AcceptDelay time.Duration
-	// BootDelay is the time from acceptance (or a scale-up) to a Node joining.
-	BootDelay time.Duration
-	// SlowBootDelay replaces BootDelay for groups with FaultSlowBoot.
-	SlowBootDelay time.Duration
-	// TeardownDelay is the time from a delete (or scale-down) to the Node being deleted.
+
+	// DecisionDelay: creation → the operator's first status write, its decision (Creating
+	// or QuotaExceeded). Live ~1 s.
+	DecisionDelay time.Duration
+	// JoinDelay: creation → the Node joins, while the group is still Creating. Live ~28 s.
+	JoinDelay time.Duration
+	// SyncDelayMin and SyncDelayMax: creation → phase Synced with Ready=True, drawn per group
+	// in this range (live 38–58 s). Never before the node joined.
+	SyncDelayMin time.Duration
+	SyncDelayMax time.Duration
+	// SlowSyncProbability is the chance that a group syncs only after SlowSyncDelay (live:
+	// one group stayed Creating 6 min 30 s).
+	SlowSyncProbability float64
+	SlowSyncDelay       time.Duration
+	// Seed makes the per-group draws (sync delay, slow outlier) reproducible: a group's draw
+	// depends only on Seed and its name.
+	Seed uint64
+	// TeardownDelay: delete (or scale-down) → the VM is gone and its Node deleted. Live 30–40 s.
 	TeardownDelay time.Duration
-	// VanishDelay is the time from acceptance to the upstream deletion of FaultVanishAfterAccept.
+	// VanishDelay: acceptance → the upstream deletion of FaultVanishAfterAccept groups.
 	VanishDelay time.Duration
+	// SlowBootDelay replaces JoinDelay for FaultSlowBoot groups.
+	SlowBootDelay time.Duration
+	// UpstreamErrorDuration is how long FaultUpstreamError lasts on each upstream call
+	// (live: about an hour).
+	UpstreamErrorDuration time.Duration
 	// Faults apply to every group that has no FaultAnnotation.
 	Faults []Fault
-	// QuotaBatchWindow > 0 makes the quota engine judge creations that reach their verdict
-	// within this window together: if their sum overflows the quota, all are rejected.
+
+	// QuotaBatchWindow > 0 makes the quota engine judge creations that reach their decision
+	// within this window together: if their sum overflows the quota, all are refused (§5).
 	QuotaBatchWindow time.Duration
-	// LeakedReservationTTL > 0 makes a rejected group's reservation outlive the group by
-	// this long, as bursts of create → reject → delete did upstream.
+	// LeakedReservationTTL > 0 makes the quota engine keep, this long, the reservation of a
+	// group deleted after a refusal or deleted while its first reconcile runs (§5).
 	LeakedReservationTTL time.Duration
-	Log                  logr.Logger
+	// LegacyQuotaMessage writes the 2026-06 refusal message ("Quota exceeded: RAM max: limit
+	// = 40.0 GB | actual = 48.0 GB") instead of today's empty one.
+	LegacyQuotaMessage bool
+	// StampTopologyLabels puts topology.kubernetes.io/region and /zone on nodes; today's
+	// platform does not (§2).
+	StampTopologyLabels bool
+
+	Log logr.Logger
 }
 
 // Operator reconciles NodeGroups into Nodes.
@@ -92,29 +154,60 @@ type Operator struct {
 	batches map[string]*batch // by group name, until the member has applied its verdict
 }
 
+// groupState is what the operator decided about one group. Status writes are derived from it.
 type groupState struct {
-	name       string
-	firstSeen  time.Time
-	accepted   bool
-	acceptedAt time.Time
+	name string
+	// born is when the operator first saw the group: its creation, give or take a watch event.
+	born time.Time
+	// syncDelay is this group's drawn creation → Synced delay.
+	syncDelay time.Duration
+
+	// accepted: the quota engine granted the group's creation.
+	accepted  bool
+	decidedAt time.Time
 	// granted is how many nodes the quota engine granted.
 	granted int32
-	// judgedGeneration stops a rejected spec from being judged again until it changes.
+	// judgedGeneration stops a spec from being judged again until it changes.
 	judgedGeneration int64
-	rejected         usage
-	bootAt           map[int]time.Time
-	removeAt         map[int]time.Time
-	teardownAt       time.Time
+	// changeSeen is when the operator saw a spec generation it has not judged yet.
+	changeSeen     time.Time
+	changeSeenGen  int64
+	refused        bool   // the latest judgement refused
+	refusalMessage string // its message (empty unless LegacyQuotaMessage)
+	rejected       usage  // what the refused spec asked for (leaks on delete)
+
+	// op is the running upstream operation (creation or resize); nil or done when idle.
+	op *operation
+
+	// rejoinAt: nodes whose object was deleted while their VM lives re-register then.
+	rejoinAt map[int]time.Time
+	// removeAt: nodes beyond the granted count are torn down then.
+	removeAt map[int]time.Time
+
+	teardownAt time.Time
+	tornDown   bool
+	// firstReconcile: the group was deleted while its creation was running, so its
+	// reservation leaks (§5).
+	deletedDuringFirstReconcile bool
+}
+
+// operation is one upstream call: the group's creation or a resize.
+type operation struct {
+	creation bool
+	start    time.Time
+	// from is the number of nodes before the operation; nodes from..granted-1 are new.
+	from int32
+	// errFrom..errUntil: FaultUpstreamError window (zero: none).
+	errFrom, errUntil time.Time
+	joinAt            time.Time // new nodes join (zero: never)
+	syncAt            time.Time // the operation completes (zero: never)
+	failAt            time.Time // FaultLateRefusal (zero: none)
+	done              bool
 }
 
 // New returns an operator; register it with SetupWithManager.
 func New(c client.Client, opts Options) *Operator {
-	if opts.QuotaCPU == 0 {
-		opts.QuotaCPU = 40
-	}
-	if opts.QuotaRAMGB == 0 {
-		opts.QuotaRAMGB = 40
-	}
+	opts = withDefaults(opts)
 	return &Operator{
 		Client:  c,
 		log:     opts.Log,
@@ -125,6 +218,19 @@ func New(c client.Client, opts Options) *Operator {
 	}
 }
 
+func withDefaults(o Options) Options {
+	if o.QuotaCPU == 0 {
+		o.QuotaCPU = 40
+	}
+	if o.QuotaRAMGB == 0 {
+		o.QuotaRAMGB = 40
+	}
+	if o.SyncDelayMax < o.SyncDelayMin {
+		o.SyncDelayMax = o.SyncDelayMin
+	}
+	return o
+}
+
 // Options returns the options in force.
 func (o *Operator) Options() Options {
 	o.mu.Lock()
@@ -133,17 +239,12 @@ func (o *Operator) Options() Options {
 }
 
 // Configure changes options at run time (quota, delays, faults, quirks), e.g. between the
-// scenarios of a test suite. Groups already judged keep their verdict.
+// scenarios of a test suite. Groups already judged keep their verdict and their timeline.
 func (o *Operator) Configure(mutate func(*Options)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	mutate(&o.opts)
-	if o.opts.QuotaCPU == 0 {
-		o.opts.QuotaCPU = 40
-	}
-	if o.opts.QuotaRAMGB == 0 {
-		o.opts.QuotaRAMGB = 40
-	}
+	o.opts = withDefaults(o.opts)
 }
 
 // ResetQuotaEngine drops leaked reservations and any open batch.
@@ -165,12 +266,19 @@ func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return nil
 		})).
-		// Several simulated clusters may live in one test process.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 16, SkipNameValidation: ptr.To(true)}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: 16,
+			// Several simulated clusters may live in one test process.
+			SkipNameValidation: ptr.To(true),
+			// The default backoff grows to 1000 s: after an apiserver outage of a few
+			// seconds a failed write would wait minutes. The platform's operator retries on
+			// its own schedule, which the delays already model.
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Millisecond, time.Second),
+		}).
 		Complete(o)
 }
 
-// Reconcile moves one NodeGroup one step along its life.
+// Reconcile moves one NodeGroup along its timeline.
 func (o *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := o.log.WithValues("nodegroup", req.Name)
 	opts := o.Options()
@@ -182,81 +290,84 @@ func (o *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		}
 		return reconcile.Result{}, fmt.Errorf("reading NodeGroup %q: %w", req.Name, err)
 	}
+	now := time.Now()
+	st := o.state(g, now, opts)
 	if !g.DeletionTimestamp.IsZero() {
-		return o.teardown(ctx, log, g, opts)
+		return o.teardown(ctx, log, g, st, opts, now)
 	}
 	if !controllerutil.ContainsFinalizer(g, Finalizer) {
+		// A metadata update, not a status write: the first status write is the decision.
 		controllerutil.AddFinalizer(g, Finalizer)
 		if err := o.Update(ctx, g); err != nil {
 			return reconcile.Result{}, fmt.Errorf("adding finalizer to NodeGroup %q: %w", g.Name, err)
 		}
 	}
-	now := time.Now()
-	st := o.state(g, now)
-	faults := faultsOf(g, opts.Faults)
-
-	if !st.accepted {
-		if slices.Contains(faults, FaultNeverAccept) {
-			return reconcile.Result{}, o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) {
-				setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, "Provisioning", "Waiting for the node group to be created upstream")
-			})
-		}
-		if wait := st.firstSeen.Add(opts.AcceptDelay).Sub(now); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) {
-				setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, "Provisioning", "Waiting for the node group to be created upstream")
-			})
-		}
-	} else if slices.Contains(faults, FaultVanishAfterAccept) {
-		if wait := st.acceptedAt.Add(opts.VanishDelay).Sub(now); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
-		return reconcile.Result{}, o.vanish(ctx, log, g)
-	}
-
-	// A spec is judged once per generation, except that giving nodes back always succeeds.
-	judge := st.judgedGeneration != g.Generation && (!st.accepted || g.Spec.NodeCount != st.granted)
-	if st.accepted && g.Spec.NodeCount < st.granted {
-		judge = true
-	}
-	if judge {
-		wait, err := o.judge(ctx, log, g, st, now)
-		if err != nil || wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, err
-		}
-		if st.accepted && slices.Contains(faults, FaultVanishAfterAccept) {
-			return reconcile.Result{RequeueAfter: opts.VanishDelay}, nil
-		}
-	}
-	if !st.accepted {
-		return reconcile.Result{}, nil
-	}
-	return o.converge(ctx, log, g, st, faults, opts, now)
-}
-
-// judge asks the quota engine for spec.nodeCount nodes and records its verdict in status.
-// It returns a wait when a batch is still open.
-func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup, st *groupState, now time.Time) (time.Duration, error) {
 	flavor, ok := cke.LookupFlavor(g.Spec.Flavor)
 	if !ok {
-		st.judgedGeneration = g.Generation
-		return 0, o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) {
-			setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionFalse, "Failed", "")
-			setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, "InvalidFlavor", fmt.Sprintf("Unknown flavor %q", g.Spec.Flavor))
-			setCondition(s, g, ngv1.ConditionReady, metav1.ConditionFalse, "InvalidFlavor", "")
-		})
+		// The served CRD's enum makes this unreachable; a hand-edited CRD must not crash the
+		// operator, which leaves such a group alone.
+		log.Error(nil, "NodeGroup with a flavor outside the catalogue left alone", "flavor", g.Spec.Flavor)
+		return reconcile.Result{}, nil
 	}
+	faults := faultsOf(g, opts.Faults)
+	if slices.Contains(faults, FaultNeverAccept) && !st.accepted && !st.refused {
+		return reconcile.Result{}, nil
+	}
+
+	var next wakeup
+	if st.judgedGeneration != g.Generation {
+		if st.changeSeenGen != g.Generation {
+			st.changeSeen, st.changeSeenGen = now, g.Generation
+			if st.judgedGeneration == 0 {
+				st.changeSeen = st.born
+			}
+		}
+		if at := st.changeSeen.Add(opts.DecisionDelay); now.Before(at) {
+			next.at(at)
+		} else if wait, err := o.judge(ctx, log, g, st, flavor, faults, opts, now); err != nil {
+			return reconcile.Result{}, err
+		} else if wait > 0 {
+			next.at(now.Add(wait))
+		}
+	}
+	if st.accepted && slices.Contains(faults, FaultVanishAfterAccept) {
+		if at := st.decidedAt.Add(opts.VanishDelay); now.Before(at) {
+			next.at(at)
+		} else {
+			return reconcile.Result{}, o.vanish(ctx, log, g, st, now)
+		}
+	}
+	live := int32(0)
+	if st.accepted {
+		var err error
+		if live, err = o.converge(ctx, log, g, st, flavor, faults, opts, now, &next); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) { o.status(s, g, st, live, now) }); err != nil {
+		return reconcile.Result{}, err
+	}
+	return next.result(now), nil
+}
+
+// judge asks the quota engine for the spec's nodeCount and starts the operation it grants.
+// It returns a wait while a batch is still open.
+func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup, st *groupState, flavor cke.Flavor, faults []Fault, opts Options, now time.Time) (time.Duration, error) {
 	want := usage{CPU: flavor.CPU, GB: flavor.NominalGB}.times(int64(g.Spec.NodeCount))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	limit := usage{CPU: opts.QuotaCPU, GB: opts.QuotaRAMGB}
 	base, err := o.baseUsage(ctx)
 	if err != nil {
 		return 0, err
 	}
-
-	o.mu.Lock()
-	opts := o.opts
-	limit := usage{CPU: opts.QuotaCPU, GB: opts.QuotaRAMGB}
 	var accepted bool
-	var message string
-	if !st.accepted && opts.QuotaBatchWindow > 0 {
+	var actual usage
+	switch {
+	case st.accepted && g.Spec.NodeCount <= st.granted:
+		// Giving nodes back always succeeds.
+		accepted = true
+	case !st.accepted && opts.QuotaBatchWindow > 0:
 		b := o.batches[g.Name]
 		if b == nil {
 			if o.batch == nil || !now.Before(o.batch.closesAt) {
@@ -267,7 +378,6 @@ func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup
 			o.batches[g.Name] = b
 		}
 		if wait := b.closesAt.Sub(now); wait > 0 {
-			o.mu.Unlock()
 			return wait, nil
 		}
 		if !b.decided {
@@ -275,63 +385,88 @@ func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup
 			for _, u := range b.members {
 				total = total.add(u)
 			}
-			b.decided, b.accepted = true, total.fits(limit)
-			if !b.accepted {
-				b.message = quotaMessage(limit, total)
-			}
+			b.decided, b.accepted, b.actual = true, total.fits(limit), total
 			log.Info("quota batch judged", "members", len(b.members), "accepted", b.accepted)
 		}
-		accepted, message = b.accepted, b.message
+		accepted, actual = b.accepted, b.actual
 		delete(o.batches, g.Name)
-	} else {
-		total := base.add(o.heldLocked(now, g.Name)).add(want)
-		accepted = total.fits(limit)
-		if !accepted {
-			message = quotaMessage(limit, total)
-		}
+	default:
+		actual = base.add(o.heldLocked(now, g.Name)).add(want)
+		accepted = actual.fits(limit)
 	}
-	st.judgedGeneration = g.Generation
-	if accepted {
-		o.ledger[g.Name] = want
-		if !st.accepted {
-			st.accepted, st.acceptedAt = true, now
-		}
-		st.granted = g.Spec.NodeCount
-	} else {
-		st.rejected = want
-	}
-	o.mu.Unlock()
 
+	st.judgedGeneration = g.Generation
 	if !accepted {
-		log.Info("rejected by quota", "message", message)
-		return 0, o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) {
-			s.Phase = ngv1.PhaseQuotaExceeded
-			s.TargetNodeCount = g.Spec.NodeCount
-			setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionFalse, ngv1.ReasonQuotaExceeded, "")
-			setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ngv1.ReasonQuotaExceeded, message)
-			if meta.FindStatusCondition(s.Conditions, ngv1.ConditionReady) == nil {
-				setCondition(s, g, ngv1.ConditionReady, metav1.ConditionFalse, ngv1.ReasonQuotaExceeded, message)
-			}
-		})
+		st.refused, st.rejected = true, want
+		st.refusalMessage = ""
+		if opts.LegacyQuotaMessage {
+			st.refusalMessage = quotaMessage(limit, actual)
+		}
+		log.Info("refused by quota", "nodeCount", g.Spec.NodeCount, "actual", actual)
+		return 0, nil
 	}
-	log.Info("accepted", "nodeCount", g.Spec.NodeCount)
-	return 0, o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) {
-		s.Phase = ngv1.PhaseSynced
-		s.TargetNodeCount = g.Spec.NodeCount
-		s.UpstreamID = "nodegroup_" + string(g.UID)
-		s.Labels = g.Spec.Labels
-		s.Taints = g.Spec.Taints
-		setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionFalse, "Synced", "")
-		setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionFalse, "Synced", "")
-		setCondition(s, g, ngv1.ConditionReady, metav1.ConditionTrue, "Synced", "Node group is synced")
-	})
+	st.refused, st.refusalMessage = false, ""
+	o.ledger[g.Name] = want
+	op := &operation{creation: !st.accepted, start: st.changeSeen, from: st.granted}
+	if !st.accepted {
+		st.accepted, st.decidedAt = true, now
+		op.from = 0
+	}
+	if g.Spec.NodeCount == st.granted && !op.creation {
+		// Nothing upstream to do (e.g. a labels-only change).
+		return 0, nil
+	}
+	st.granted = g.Spec.NodeCount
+	o.plan(op, st, faults, opts, now)
+	st.op = op
+	log.Info("accepted", "nodeCount", g.Spec.NodeCount, "creation", op.creation, "joinAt", op.joinAt, "syncAt", op.syncAt)
+	return 0, nil
 }
 
-// converge boots and removes Nodes until the group has its granted count.
-func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup, st *groupState, faults []Fault, opts Options, now time.Time) (reconcile.Result, error) {
+// plan lays out an accepted operation's timeline.
+func (o *Operator) plan(op *operation, st *groupState, faults []Fault, opts Options, now time.Time) {
+	shift := time.Duration(0)
+	if slices.Contains(faults, FaultUpstreamError) && opts.UpstreamErrorDuration > 0 {
+		// The call fails from the decision on, then goes through: everything after the
+		// decision moves by the error's duration.
+		op.errFrom, op.errUntil = now, now.Add(opts.UpstreamErrorDuration)
+		shift = opts.UpstreamErrorDuration
+	}
+	if !op.creation && st.granted < op.from {
+		// Scale-down: the extra VMs go after TeardownDelay, then the group is synced.
+		op.syncAt = op.start.Add(shift + opts.TeardownDelay)
+		return
+	}
+	join := opts.JoinDelay
+	if op.creation && slices.Contains(faults, FaultSlowBoot) && opts.SlowBootDelay > join {
+		join = opts.SlowBootDelay
+	}
+	// Synced comes the drawn delay after the start, never before the node joined; a slow
+	// boot moves it by as much as it moves the join.
+	syncD := st.syncDelay + join - opts.JoinDelay
+	syncD = max(syncD, join)
+	op.joinAt = op.start.Add(shift + join)
+	op.syncAt = op.start.Add(shift + syncD)
+	if !op.creation {
+		return
+	}
+	switch {
+	case slices.Contains(faults, FaultLateRefusal):
+		op.failAt, op.joinAt, op.syncAt = op.joinAt, time.Time{}, time.Time{}
+	case slices.Contains(faults, FaultNeverSyncNoNode):
+		op.joinAt, op.syncAt = time.Time{}, time.Time{}
+	case slices.Contains(faults, FaultNeverSync):
+		op.syncAt = time.Time{}
+	}
+}
+
+// converge makes the Nodes follow the operation: new nodes join at their time, nodes beyond
+// the granted count are torn down after TeardownDelay, a node object deleted while its VM
+// lives re-registers. It returns the number of live (not terminating) nodes.
+func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup, st *groupState, flavor cke.Flavor, faults []Fault, opts Options, now time.Time, next *wakeup) (int32, error) {
 	nodes, err := o.nodesOf(ctx, g.Name)
 	if err != nil {
-		return reconcile.Result{}, err
+		return 0, err
 	}
 	existing := map[int]*corev1.Node{}
 	for i := range nodes {
@@ -339,98 +474,175 @@ func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 			existing[idx] = &nodes[i]
 		}
 	}
-	bootDelay := opts.BootDelay
-	if slices.Contains(faults, FaultSlowBoot) {
-		bootDelay = opts.SlowBootDelay
+	op := st.op
+	if op != nil && !op.done && !op.syncAt.IsZero() && !now.Before(op.syncAt) {
+		op.done = true
 	}
-	var next time.Duration
-	later := func(d time.Duration) {
-		if d > 0 && (next == 0 || d < next) {
-			next = d
-		}
-	}
-	flavor := cke.MustFlavor(g.Spec.Flavor)
 	for i := 0; i < int(st.granted); i++ {
 		delete(st.removeAt, i)
 		if existing[i] != nil {
+			delete(st.rejoinAt, i)
 			continue
 		}
-		at, ok := st.bootAt[i]
-		if !ok {
-			at = now.Add(bootDelay)
-			st.bootAt[i] = at
+		var at time.Time
+		if op != nil && !op.done && int32(i) >= op.from {
+			if op.joinAt.IsZero() {
+				continue // this operation never brings its nodes
+			}
+			at = op.joinAt
+		} else {
+			// The VM lives but its Node object went: its kubelet registers it again.
+			if _, ok := st.rejoinAt[i]; !ok {
+				st.rejoinAt[i] = now.Add(opts.JoinDelay)
+			}
+			at = st.rejoinAt[i]
 		}
-		if wait := at.Sub(now); wait > 0 {
-			later(wait)
+		if now.Before(at) {
+			next.at(at)
 			continue
 		}
 		node := cke.NewNode(cke.NodeSpec{
 			Name: ngv1.NodeName(g.Name, i), Flavor: flavor, Role: ngv1.NodeRoleWorker, Group: g.Name,
 			Labels: g.Spec.Labels, Taints: toNodeTaints(g.Spec.Taints),
 			NeverReady: slices.Contains(faults, FaultNodeNeverReady),
+			Topology:   opts.StampTopologyLabels,
 		})
 		if err := o.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
-			return reconcile.Result{}, fmt.Errorf("creating node %q: %w", node.Name, err)
+			return 0, fmt.Errorf("creating node %q: %w", node.Name, err)
 		}
 		log.Info("node joined", "node", node.Name)
-		delete(st.bootAt, i)
+		delete(st.rejoinAt, i)
+		existing[i] = node
 	}
 	for idx, n := range existing {
 		if idx < int(st.granted) || !n.DeletionTimestamp.IsZero() {
 			continue
 		}
-		delete(st.bootAt, idx)
 		at, ok := st.removeAt[idx]
 		if !ok {
 			at = now.Add(opts.TeardownDelay)
+			if op != nil && !op.done && !op.creation {
+				at = op.start.Add(opts.TeardownDelay)
+			}
 			st.removeAt[idx] = at
 		}
-		if wait := at.Sub(now); wait > 0 {
-			later(wait)
+		if now.Before(at) {
+			next.at(at)
 			continue
 		}
-		if err := o.Delete(ctx, n); client.IgnoreNotFound(err) != nil {
-			return reconcile.Result{}, fmt.Errorf("deleting node %q: %w", n.Name, err)
+		if err := o.tearDownVM(ctx, log, n); err != nil {
+			return 0, err
 		}
-		log.Info("node removed", "node", n.Name)
+		delete(existing, idx)
+	}
+	if op != nil && !op.done {
+		for _, t := range []time.Time{op.errUntil, op.failAt, op.syncAt} {
+			if !t.IsZero() && now.Before(t) {
+				next.at(t)
+			}
+		}
 	}
 	live := int32(0)
-	for _, n := range existing {
-		if n.DeletionTimestamp.IsZero() {
+	for idx, n := range existing {
+		if idx < int(st.granted) && n.DeletionTimestamp.IsZero() {
 			live++
 		}
 	}
-	return reconcile.Result{RequeueAfter: next}, o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) {
-		s.NodeCount = min(live, st.granted)
-		s.TargetNodeCount = g.Spec.NodeCount
-	})
+	return live, nil
 }
 
-// teardown removes a deleted group's Nodes after TeardownDelay, waits until they are really
-// gone (Karpenter may hold a finalizer on them), then lets the group go.
-func (o *Operator) teardown(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup, opts Options) (reconcile.Result, error) {
+// status writes what the operator has decided so far into s (cke-platform.md §1 rev 2).
+func (o *Operator) status(s *ngv1.NodeGroupStatus, g *ngv1.NodeGroup, st *groupState, live int32, now time.Time) {
+	if st.refused {
+		// The refusal is the whole write: no Creating, no ReconcileInProgress before it. A
+		// refused resize of a running group keeps what the group already showed.
+		s.Phase = ngv1.PhaseQuotaExceeded
+		setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ngv1.ReasonQuotaExceeded, st.refusalMessage)
+		if st.accepted {
+			s.NodeCount = live
+		}
+		return
+	}
+	if !st.accepted {
+		return // not decided yet: no write
+	}
+	s.UpstreamID = upstreamID(g)
+	s.NodeCount = live
+	op := st.op
+	if op == nil || op.done {
+		s.Phase = ngv1.PhaseSynced
+		s.TargetNodeCount = st.granted
+		s.Labels, s.Taints = g.Spec.Labels, g.Spec.Taints
+		setCondition(s, g, ngv1.ConditionReady, metav1.ConditionTrue, ngv1.ReasonSynced, "")
+		setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionFalse, ngv1.ReasonSynced, "")
+		setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionFalse, ngv1.ReasonSynced, "")
+		return
+	}
+	s.TargetNodeCount = st.granted
+	if op.creation {
+		s.Phase = ngv1.PhaseCreating
+		setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, ngv1.ReasonCreating, "")
+	} else {
+		s.Phase = ngv1.PhaseScaling
+		setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, ngv1.ReasonScaling, "")
+	}
+	switch {
+	case !op.errUntil.IsZero() && now.Before(op.errUntil):
+		s.Phase = ngv1.PhaseUpstreamError
+		setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ngv1.ReasonUpstreamError, UpstreamErrorMessage)
+	case !op.failAt.IsZero() && !now.Before(op.failAt):
+		s.Phase = ReasonProvisioningFailed
+		setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionFalse, ReasonProvisioningFailed, "")
+		setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ReasonProvisioningFailed, fmt.Sprintf(LateRefusalMessage, g.Spec.Flavor))
+	default:
+		if c := meta.FindStatusCondition(s.Conditions, ngv1.ConditionReconcileFailed); c != nil && c.Status == metav1.ConditionTrue {
+			// Recovered from an upstream error.
+			setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionFalse, ngv1.ReasonSynced, "")
+		}
+	}
+}
+
+// teardown plays a delete: Terminating at once; TeardownDelay later the VMs are gone (their
+// Nodes turn NotReady, the kubelet having shut down) and the Node objects are deleted; the
+// finalizer goes once the Node objects are gone. A Karpenter finalizer on a Node therefore
+// keeps the group until Karpenter lets the Node go, which Karpenter does for a NotReady Node
+// as soon as the cloud provider reports its instance gone (see sim/README.md, "Deletion").
+func (o *Operator) teardown(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup, st *groupState, opts Options, now time.Time) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(g, Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	now := time.Now()
-	st := o.state(g, now)
 	if st.teardownAt.IsZero() {
 		st.teardownAt = now.Add(opts.TeardownDelay)
-		if err := o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) {
-			setCondition(s, g, ngv1.ConditionTerminating, metav1.ConditionTrue, "Deleting", "Node group is being deleted")
-			setCondition(s, g, ngv1.ConditionReady, metav1.ConditionFalse, "Deleting", "Node group is being deleted")
-		}); err != nil {
-			return reconcile.Result{}, err
-		}
+		st.deletedDuringFirstReconcile = st.accepted && st.op != nil && st.op.creation && !st.op.done
+		log.Info("node group deleted, tearing down", "at", st.teardownAt)
 	}
-	if wait := st.teardownAt.Sub(now); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
+	if err := o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) {
+		setCondition(s, g, ngv1.ConditionTerminating, metav1.ConditionTrue, ReasonDeleting, "")
+	}); err != nil {
+		return reconcile.Result{}, err
 	}
-	remaining, err := o.deleteNodes(ctx, log, g.Name)
+	nodes, err := o.nodesOf(ctx, g.Name)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if remaining > 0 {
+	// A group that never got a VM (undecided, refused) has nothing to tear down.
+	if st.accepted && !st.tornDown {
+		if wait := st.teardownAt.Sub(now); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if !st.tornDown {
+		st.tornDown = true
+		o.release(g.Name, st, now)
+	}
+	// Every Node of the group goes with its VM, including one that was already being deleted
+	// (e.g. by Karpenter) and must now show that its kubelet stopped.
+	for i := range nodes {
+		if err := o.tearDownVM(ctx, log, &nodes[i]); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if len(nodes) > 0 {
 		// The Node watch brings us back when they are gone.
 		return reconcile.Result{}, nil
 	}
@@ -438,15 +650,56 @@ func (o *Operator) teardown(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 	if err := o.Update(ctx, g); client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, fmt.Errorf("removing finalizer from NodeGroup %q: %w", g.Name, err)
 	}
-	log.Info("node group deleted")
-	o.release(g.Name, st, now)
+	log.Info("node group gone")
 	return reconcile.Result{}, nil
 }
 
+// tearDownVM plays a VM's end: its kubelet stops (kwok lets the Node go and the Node turns
+// NotReady, as a kubelet shutting down reports) and the operator deletes the Node object.
+// It is idempotent, and repairs a Ready condition the fake kubelet wrote in between.
+func (o *Operator) tearDownVM(ctx context.Context, log logr.Logger, n *corev1.Node) error {
+	if _, managed := n.Annotations[cke.KwokAnnotation]; managed {
+		before := n.DeepCopy()
+		delete(n.Annotations, cke.KwokAnnotation)
+		if err := o.Patch(ctx, n, client.MergeFrom(before)); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("stopping the kubelet of node %q: %w", n.Name, err))
+		}
+	}
+	if ready := nodeCondition(n, corev1.NodeReady); ready == nil || ready.Status == corev1.ConditionTrue {
+		before := n.DeepCopy()
+		now := metav1.Now()
+		cond := corev1.NodeCondition{
+			Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: NodeShutdownReason, Message: NodeShutdownMessage,
+			LastHeartbeatTime: now, LastTransitionTime: now,
+		}
+		if ready == nil {
+			n.Status.Conditions = append(n.Status.Conditions, cond)
+		} else {
+			*ready = cond
+		}
+		if err := o.Status().Patch(ctx, n, client.MergeFrom(before)); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("marking node %q NotReady: %w", n.Name, err))
+		}
+	}
+	if n.DeletionTimestamp.IsZero() {
+		if err := o.Delete(ctx, n); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting node %q: %w", n.Name, err)
+		}
+		log.Info("VM torn down, node deleted", "node", n.Name)
+	}
+	return nil
+}
+
 // vanish plays the quota edge race seen upstream: the group is deleted with no event.
-func (o *Operator) vanish(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup) error {
-	if _, err := o.deleteNodes(ctx, log, g.Name); err != nil {
+func (o *Operator) vanish(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup, st *groupState, now time.Time) error {
+	nodes, err := o.nodesOf(ctx, g.Name)
+	if err != nil {
 		return err
+	}
+	for i := range nodes {
+		if err := o.tearDownVM(ctx, log, &nodes[i]); err != nil {
+			return err
+		}
 	}
 	controllerutil.RemoveFinalizer(g, Finalizer)
 	if err := o.Update(ctx, g); client.IgnoreNotFound(err) != nil {
@@ -455,25 +708,10 @@ func (o *Operator) vanish(ctx context.Context, log logr.Logger, g *ngv1.NodeGrou
 	if err := o.Delete(ctx, g); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting vanishing NodeGroup %q: %w", g.Name, err)
 	}
+	st.tornDown = true
+	o.release(g.Name, st, now)
 	log.Info("node group vanished upstream")
 	return nil
-}
-
-func (o *Operator) deleteNodes(ctx context.Context, log logr.Logger, group string) (remaining int, _ error) {
-	nodes, err := o.nodesOf(ctx, group)
-	if err != nil {
-		return 0, err
-	}
-	for i := range nodes {
-		n := &nodes[i]
-		if n.DeletionTimestamp.IsZero() {
-			if err := o.Delete(ctx, n); client.IgnoreNotFound(err) != nil {
-				return 0, fmt.Errorf("deleting node %q: %w", n.Name, err)
-			}
-			log.Info("node removed", "node", n.Name)
-		}
-	}
-	return len(nodes), nil
 }
 
 func (o *Operator) nodesOf(ctx context.Context, group string) ([]corev1.Node, error) {
@@ -485,7 +723,7 @@ func (o *Operator) nodesOf(ctx context.Context, group string) ([]corev1.Node, er
 }
 
 // baseUsage is what the organisation spends outside node groups: the control plane, whose
-// Nodes carry a flavor label and no group label.
+// Nodes carry a flavor label and no group label. It reads the cache.
 func (o *Operator) baseUsage(ctx context.Context) (usage, error) {
 	list := &corev1.NodeList{}
 	if err := o.List(ctx, list, client.MatchingLabels{ngv1.LabelClusterNodeRole: ngv1.NodeRoleControlPlane}); err != nil {
@@ -519,34 +757,64 @@ func (o *Operator) heldLocked(now time.Time, except string) usage {
 	return u
 }
 
-func (o *Operator) state(g *ngv1.NodeGroup, now time.Time) *groupState {
+// state returns the operator's memory of a group, starting it at the first sight.
+func (o *Operator) state(g *ngv1.NodeGroup, now time.Time, opts Options) *groupState {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	st := o.groups[g.UID]
-	if st == nil {
-		st = &groupState{name: g.Name, firstSeen: now, bootAt: map[int]time.Time{}, removeAt: map[int]time.Time{}}
-		// An operator restarted under a live cluster takes accepted groups as they are.
-		if g.Status.Phase == ngv1.PhaseSynced {
-			st.accepted, st.acceptedAt, st.granted, st.judgedGeneration = true, now, g.Status.TargetNodeCount, g.Generation
-			if f, ok := cke.LookupFlavor(g.Spec.Flavor); ok {
-				o.ledger[g.Name] = usage{CPU: f.CPU, GB: f.NominalGB}.times(int64(st.granted))
-			}
-		}
-		o.groups[g.UID] = st
+	if st != nil {
+		return st
 	}
+	st = &groupState{name: g.Name, born: now, rejoinAt: map[int]time.Time{}, removeAt: map[int]time.Time{}}
+	st.syncDelay = drawSyncDelay(opts, g.Name)
+	// An operator started under a live cluster takes decided groups as they are.
+	if g.Status.UpstreamID != "" {
+		st.born = g.CreationTimestamp.Time
+		st.accepted, st.decidedAt, st.granted, st.judgedGeneration = true, st.born, g.Status.TargetNodeCount, g.Generation
+		if f, ok := cke.LookupFlavor(g.Spec.Flavor); ok {
+			o.ledger[g.Name] = usage{CPU: f.CPU, GB: f.NominalGB}.times(int64(st.granted))
+		}
+	}
+	o.groups[g.UID] = st
 	return st
 }
 
+// drawSyncDelay draws a group's creation → Synced delay from Seed and its name only, so a run
+// is reproducible whatever order groups are seen in.
+func drawSyncDelay(opts Options, name string) time.Duration {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	r := rand.New(rand.NewPCG(opts.Seed, h.Sum64()))
+	d := opts.SyncDelayMin
+	if spread := opts.SyncDelayMax - opts.SyncDelayMin; spread > 0 {
+		d += time.Duration(r.Int64N(int64(spread) + 1))
+	}
+	if opts.SlowSyncProbability > 0 && r.Float64() < opts.SlowSyncProbability && opts.SlowSyncDelay > d {
+		d = opts.SlowSyncDelay
+	}
+	return d
+}
+
+// release gives a group's reservation back to the quota engine when its VMs are gone, or
+// leaks it (§5): after a refusal, or when the group was deleted during its first reconcile.
 func (o *Operator) release(name string, st *groupState, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	held := o.ledger[name]
 	delete(o.ledger, name)
 	delete(o.batches, name)
-	if !st.accepted && o.opts.LeakedReservationTTL > 0 && st.rejected != (usage{}) {
-		o.leaks = append(o.leaks, leak{usage: st.rejected, until: now.Add(o.opts.LeakedReservationTTL)})
-		// A reconcile of a stale copy of the group (finalizer already removed) releases it
-		// again: it must not leak twice.
-		st.rejected = usage{}
+	if o.opts.LeakedReservationTTL <= 0 {
+		return
+	}
+	var leaked usage
+	switch {
+	case st.refused && !st.accepted:
+		leaked = st.rejected
+	case st.deletedDuringFirstReconcile:
+		leaked = held
+	}
+	if leaked != (usage{}) {
+		o.leaks = append(o.leaks, leak{usage: leaked, until: now.Add(o.opts.LeakedReservationTTL)})
 	}
 }
 
@@ -562,6 +830,8 @@ func (o *Operator) forget(name string) {
 		}
 	}
 }
+
+func upstreamID(g *ngv1.NodeGroup) string { return "nodegroup_" + string(g.UID) }
 
 func faultsOf(g *ngv1.NodeGroup, global []Fault) []Fault {
 	raw, ok := g.Annotations[FaultAnnotation]
@@ -580,7 +850,7 @@ func faultsOf(g *ngv1.NodeGroup, global []Fault) []Fault {
 func (o *Operator) patchStatus(ctx context.Context, g *ngv1.NodeGroup, mutate func(*ngv1.NodeGroupStatus)) error {
 	before := g.DeepCopy()
 	mutate(&g.Status)
-	if equalStatus(before.Status, g.Status) {
+	if equality.Semantic.DeepEqual(before.Status, g.Status) {
 		return nil
 	}
 	if err := o.Status().Patch(ctx, g, client.MergeFrom(before)); err != nil {
@@ -589,14 +859,19 @@ func (o *Operator) patchStatus(ctx context.Context, g *ngv1.NodeGroup, mutate fu
 	return nil
 }
 
-func equalStatus(a, b ngv1.NodeGroupStatus) bool {
-	return equality.Semantic.DeepEqual(a, b)
-}
-
 func setCondition(s *ngv1.NodeGroupStatus, g *ngv1.NodeGroup, t string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{
 		Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: g.Generation,
 	})
+}
+
+func nodeCondition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == t {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 func toNodeTaints(ts []ngv1.Taint) []corev1.Taint {
@@ -621,4 +896,21 @@ func nodeIndex(group, node string) (int, bool) {
 		i = i*10 + int(c-'0')
 	}
 	return i, true
+}
+
+// wakeup collects the earliest time a reconcile must run again.
+type wakeup struct{ t time.Time }
+
+func (w *wakeup) at(t time.Time) {
+	if w.t.IsZero() || t.Before(w.t) {
+		w.t = t
+	}
+}
+
+func (w *wakeup) result(now time.Time) reconcile.Result {
+	if w.t.IsZero() {
+		return reconcile.Result{}
+	}
+	// A millisecond late, so the deadline has passed when the reconcile runs.
+	return reconcile.Result{RequeueAfter: max(w.t.Sub(now), 0) + time.Millisecond}
 }

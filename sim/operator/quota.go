@@ -15,7 +15,8 @@ func (u usage) add(o usage) usage     { return usage{u.CPU + o.CPU, u.GB + o.GB}
 func (u usage) times(n int64) usage   { return usage{u.CPU * n, u.GB * n} }
 func (u usage) fits(limit usage) bool { return u.CPU <= limit.CPU && u.GB <= limit.GB }
 
-// quotaMessage renders a rejection the way CKE's quota engine words it. RAM is checked
+// quotaMessage renders a refusal the way CKE's quota engine worded it until 2026-06 (today's
+// message is empty; Options.LegacyQuotaMessage brings this one back). RAM is checked
 // first: with CKE's flavors (more GB than vCPUs) it is the limit groups hit in the field.
 // The RAM figures carry one decimal, the CPU figures none, as in the field reports.
 func quotaMessage(limit, actual usage) string {
@@ -37,5 +38,5 @@ type batch struct {
 	members  map[string]usage // by group name
 	decided  bool
 	accepted bool
-	message  string
+	actual   usage // the members' sum with everything already held
 }

@@ -59,7 +59,7 @@ type Window struct {
 func (b *Bench) Open(s *harness.Scenario) *Window {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := b.Env.Cluster.Operator().Options()
-	w := &Window{b: b, s: s, TL: newTimeline(), cancel: cancel, accept: o.AcceptDelay, boot: o.BootDelay, teardown: o.TeardownDelay}
+	w := &Window{b: b, s: s, TL: newTimeline(), cancel: cancel, accept: o.DecisionDelay, boot: o.JoinDelay - o.DecisionDelay, teardown: o.TeardownDelay}
 	w.audit = harness.NewAuditReader(b.Env.Cluster.AuditLogPath())
 	w.TL.Watch(ctx, b.Env.Client, s.Namespace)
 	w.Start = time.Now()

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
@@ -51,7 +52,10 @@ func start(t *testing.T) *Bench {
 		progress := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		env, err := harness.Start(ctx, harness.Options{WorkDir: dir, Logf: progress})
+		// The bench measures against the platform's own timings.
+		simOpts := sim.LiveOptions()
+		simOpts.Audit = true
+		env, err := harness.Start(ctx, harness.Options{Sim: &simOpts, WorkDir: dir, Logf: progress})
 		if err != nil {
 			sharedErr = fmt.Errorf("starting the harness: %w", err)
 			return
@@ -61,7 +65,8 @@ func start(t *testing.T) *Bench {
 		go b.Sampler.run(sctx)
 		o := env.Cluster.Operator().Options()
 		b.Report.Simulator = map[string]string{
-			"acceptance delay": o.AcceptDelay.String(), "boot delay": o.BootDelay.String(),
+			"decision delay": o.DecisionDelay.String(), "join delay (from creation)": o.JoinDelay.String(),
+			"sync delay":     fmt.Sprintf("%s–%s", o.SyncDelayMin, o.SyncDelayMax),
 			"teardown delay": o.TeardownDelay.String(), "default quota": fmt.Sprintf("%d vCPU / %d GB", o.QuotaCPU, o.QuotaRAMGB),
 			"control plane":    "2 × S (schedulable, counted in the quota)",
 			"harness start-up": time.Since(began).Round(100 * time.Millisecond).String(),

@@ -205,7 +205,8 @@ func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
 		g.Flavor = o.Spec.Flavor
 		g.Managed = g.Managed || o.Labels[karpv1.NodePoolLabelKey] != ""
 		switch o.Status.Phase {
-		case "Synced":
+		case "Creating", "Synced":
+			// Today's operator accepts with Creating; Synced comes 38–58 s later.
 			set(&g.Accepted, now)
 		case "QuotaExceeded":
 			set(&g.Rejected, now)

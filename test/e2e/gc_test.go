@@ -79,7 +79,7 @@ func TestVanishedGroupFastFails(t *testing.T) {
 	env.Cluster.Operator().Configure(func(o *operator.Options) {
 		o.Faults = []operator.Fault{operator.FaultVanishAfterAccept}
 		o.VanishDelay = 500 * time.Millisecond
-		o.BootDelay = 5 * time.Second
+		o.JoinDelay = 5 * time.Second
 	})
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)

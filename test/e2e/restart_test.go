@@ -53,7 +53,7 @@ func TestGracefulStopReleasesLease(t *testing.T) {
 // claim converges on that same group, with no duplicate and no leak.
 func TestKilledMidLaunch(t *testing.T) {
 	s := env.Scenario(t)
-	env.Cluster.Operator().Configure(func(o *operator.Options) { o.AcceptDelay = 10 * time.Second })
+	env.Cluster.Operator().Configure(func(o *operator.Options) { o.DecisionDelay = 10 * time.Second })
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
 

@@ -56,13 +56,15 @@ type Options struct {
 	Env map[string]string
 }
 
-// SuiteSimOptions are the simulator's defaults with the timings of the e2e suite: acceptance
-// 1 s, boot 3 s, teardown 2 s, and the apiserver audit log on (the RBAC proof reads it).
+// SuiteSimOptions are the simulator's fast profile with the timings of the e2e suite: the
+// decision 1 s after creation, the node joined at 3 s, Synced at 4–5 s, teardown 2 s, and the
+// apiserver audit log on (the RBAC proof reads it).
 func SuiteSimOptions() sim.Options {
-	o := sim.DefaultOptions()
+	o := sim.FastOptions()
 	o.Audit = true
-	o.Operator.AcceptDelay = time.Second
-	o.Operator.BootDelay = 3 * time.Second
+	o.Operator.DecisionDelay = time.Second
+	o.Operator.JoinDelay = 3 * time.Second
+	o.Operator.SyncDelayMin, o.Operator.SyncDelayMax = 4*time.Second, 5*time.Second
 	o.Operator.TeardownDelay = 2 * time.Second
 	o.Operator.VanishDelay = time.Second
 	o.Operator.SlowBootDelay = 30 * time.Second

@@ -27,8 +27,30 @@ func main() {
 }
 
 func run() error {
-	o := sim.DefaultOptions()
+	// The profile picks the defaults every other flag starts from, so it is read first.
+	profile := "live"
+	for i, a := range os.Args[1:] {
+		switch {
+		case a == "-profile" || a == "--profile":
+			if i+2 < len(os.Args) {
+				profile = os.Args[i+2]
+			}
+		case strings.HasPrefix(a, "-profile=") || strings.HasPrefix(a, "--profile="):
+			profile = a[strings.Index(a, "=")+1:]
+		}
+	}
+	var o sim.Options
+	switch profile {
+	case "live":
+		o = sim.LiveOptions()
+	case "fast":
+		o = sim.FastOptions()
+	default:
+		return fmt.Errorf("unknown -profile %q (live or fast)", profile)
+	}
+	op := &o.Operator
 	var faults, workerPool string
+	flag.String("profile", profile, "timings and quirks to start from: live (measured on CKE) or fast (compressed, for tests); the flags below override it")
 	flag.StringVar(&o.BinDir, "bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "folder with the pinned binaries (./sim/tools/build.sh prints it)")
 	flag.StringVar(&o.Dir, "dir", "", "work folder for kubeconfig, logs and audit log (default: a temporary folder, kept)")
 	flag.BoolVar(&o.Audit, "audit", false, "write the apiserver audit log to <dir>/audit.log")
@@ -36,15 +58,23 @@ func run() error {
 	flag.IntVar(&o.ControlPlaneNodes, "control-plane-nodes", o.ControlPlaneNodes, "schedulable control-plane nodes (counted in the quota)")
 	flag.StringVar(&o.ControlPlaneFlavor, "control-plane-flavor", o.ControlPlaneFlavor, "flavor of the control-plane nodes")
 	flag.StringVar(&workerPool, "worker-pool", "", "pre-existing worker NodeGroup as NAME:FLAVOR:NODES, e.g. workers:S:1")
-	flag.Int64Var(&o.Operator.QuotaCPU, "quota-cpu", o.Operator.QuotaCPU, "organisation quota, vCPUs")
-	flag.Int64Var(&o.Operator.QuotaRAMGB, "quota-ram-gb", o.Operator.QuotaRAMGB, "organisation quota, GB")
-	flag.DurationVar(&o.Operator.AcceptDelay, "accept-delay", o.Operator.AcceptDelay, "NodeGroup creation to verdict")
-	flag.DurationVar(&o.Operator.BootDelay, "boot-delay", o.Operator.BootDelay, "acceptance or scale-up to Node joining")
-	flag.DurationVar(&o.Operator.SlowBootDelay, "slow-boot-delay", o.Operator.SlowBootDelay, "boot delay of slow-boot groups")
-	flag.DurationVar(&o.Operator.TeardownDelay, "teardown-delay", o.Operator.TeardownDelay, "delete or scale-down to Node removal")
-	flag.DurationVar(&o.Operator.VanishDelay, "vanish-delay", o.Operator.VanishDelay, "acceptance to upstream deletion of vanish-after-accept groups")
-	flag.DurationVar(&o.Operator.QuotaBatchWindow, "quota-batch-window", 0, "judge creations within this window together (0: off)")
-	flag.DurationVar(&o.Operator.LeakedReservationTTL, "leaked-reservation-ttl", 0, "rejected groups keep their reservation this long after deletion (0: off)")
+	flag.Int64Var(&op.QuotaCPU, "quota-cpu", op.QuotaCPU, "organisation quota, vCPUs")
+	flag.Int64Var(&op.QuotaRAMGB, "quota-ram-gb", op.QuotaRAMGB, "organisation quota, GB")
+	flag.DurationVar(&op.DecisionDelay, "decision-delay", op.DecisionDelay, "NodeGroup creation to the operator's first status write (Creating or QuotaExceeded)")
+	flag.DurationVar(&op.JoinDelay, "join-delay", op.JoinDelay, "NodeGroup creation (or resize) to the Node joining")
+	flag.DurationVar(&op.SyncDelayMin, "sync-delay-min", op.SyncDelayMin, "NodeGroup creation to Synced/Ready, lower bound of the per-group draw")
+	flag.DurationVar(&op.SyncDelayMax, "sync-delay-max", op.SyncDelayMax, "NodeGroup creation to Synced/Ready, upper bound of the per-group draw")
+	flag.Float64Var(&op.SlowSyncProbability, "slow-sync-probability", op.SlowSyncProbability, "chance that a group syncs only after -slow-sync-delay")
+	flag.DurationVar(&op.SlowSyncDelay, "slow-sync-delay", op.SlowSyncDelay, "creation to Synced of the slow outliers")
+	flag.Uint64Var(&op.Seed, "seed", op.Seed, "seed of the per-group draws (same seed and group names: same timeline)")
+	flag.DurationVar(&op.TeardownDelay, "teardown-delay", op.TeardownDelay, "delete or scale-down to VM gone and Node deleted")
+	flag.DurationVar(&op.VanishDelay, "vanish-delay", op.VanishDelay, "acceptance to upstream deletion of vanish-after-accept groups")
+	flag.DurationVar(&op.SlowBootDelay, "slow-boot-delay", op.SlowBootDelay, "creation to Node joining for slow-boot groups")
+	flag.DurationVar(&op.UpstreamErrorDuration, "upstream-error-duration", op.UpstreamErrorDuration, "how long the upstream-error fault lasts on each upstream call")
+	flag.DurationVar(&op.QuotaBatchWindow, "quota-batch-window", op.QuotaBatchWindow, "judge creations within this window together (0: off)")
+	flag.DurationVar(&op.LeakedReservationTTL, "leaked-reservation-ttl", op.LeakedReservationTTL, "refused groups, and groups deleted during their creation, keep their reservation this long (0: off)")
+	flag.BoolVar(&op.LegacyQuotaMessage, "legacy-quota-message", op.LegacyQuotaMessage, "write the 2026-06 refusal message (Quota exceeded: RAM max: …) instead of today's empty one")
+	flag.BoolVar(&op.StampTopologyLabels, "stamp-topology-labels", op.StampTopologyLabels, "put topology.kubernetes.io/region and zone on nodes (today's CKE does not)")
 	flag.StringVar(&faults, "faults", "", "faults for every group without the "+operator.FaultAnnotation+" annotation, comma-separated")
 	flag.Parse()
 
