@@ -75,9 +75,16 @@ func TestExamples(t *testing.T) {
 		}
 	}
 	// The schema must reject what the CRD rejects, or passing it would mean little.
-	bad := class.Unify(class.Context().CompileString(`{apiVersion: "karpenter.clever-cloud.com/v1alpha1", kind: "CleverNodeClass", metadata: name: "x", spec: labels: "karpenter.sh/nodepool": "x"}`))
-	if bad.Validate(cue.Concrete(true)) == nil {
-		t.Error("a reserved label prefix passed the CleverNodeClass schema")
+	// Owned keys come from controller/labels.OwnedKeyPattern.
+	for _, key := range []string{"karpenter.sh/nodepool", "sub.karpenter.sh/x", "topology.kubernetes.io/zone", "clever-cloud.com/flavor", "karpenter.clever-cloud.com/x"} {
+		bad := class.Unify(class.Context().CompileString(`{apiVersion: "karpenter.clever-cloud.com/v1alpha1", kind: "CleverNodeClass", metadata: name: "x", spec: labels: "` + key + `": "x"}`))
+		if bad.Validate(cue.Concrete(true)) == nil {
+			t.Errorf("the owned label key %s passed the CleverNodeClass schema", key)
+		}
+	}
+	good := class.Unify(class.Context().CompileString(`{apiVersion: "karpenter.clever-cloud.com/v1alpha1", kind: "CleverNodeClass", metadata: name: "x", spec: labels: "topology.kubernetes.io/rack": "x"}`))
+	if err := good.Validate(cue.Concrete(true)); err != nil {
+		t.Errorf("a user label key failed the CleverNodeClass schema: %v", err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/labels"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/schema/values"
 )
@@ -34,10 +35,10 @@ const (
 	urlPattern      = `^(https?://[^/?#\s]+([/?#]\S*)?)?$`
 	quantityPattern = `^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[mkMGTPE]|u|n)?$`
 	// The CleverNodeClass label rules mirror the CRD's CEL rules (the apiserver remains the
-	// authority); here they give examples and editors the same answer without a cluster.
-	labelKeyPattern      = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
-	reservedLabelPattern = `^(kubernetes\.io/|node\.kubernetes\.io/|clever-cloud\.com/|karpenter\.sh/|karpenter\.clever-cloud\.com/)`
-	labelValuePattern    = `^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
+	// authority); here they give examples and editors the same answer without a cluster. The
+	// owned keys come from labels.OwnedKeyPattern, the one home of that rule.
+	labelKeyPattern   = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	labelValuePattern = `^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
 )
 
 // Files maps each generated schema's file name to its content.
@@ -235,13 +236,13 @@ func markOverrideRequired(s *jsonschema.Schema) {
 }
 
 // constrainLabels applies Kubernetes' label syntax; node labels also stay out of the prefixes
-// CKE and Karpenter manage.
+// CKE, Karpenter and the provider own.
 func constrainLabels(s *jsonschema.Schema, nodeLabels bool) {
 	s.PropertyNames = &jsonschema.Schema{Pattern: labelKeyPattern}
 	if nodeLabels {
 		// A false pattern property rather than propertyNames.not: CUE's JSON Schema
 		// translation enforces the former.
-		s.PatternProperties = map[string]*jsonschema.Schema{reservedLabelPattern: jsonschema.FalseSchema}
+		s.PatternProperties = map[string]*jsonschema.Schema{labels.OwnedKeyPattern: jsonschema.FalseSchema}
 	}
 	s.AdditionalProperties = &jsonschema.Schema{Type: "string", MaxLength: ptr(uint64(63)), Pattern: labelValuePattern}
 }

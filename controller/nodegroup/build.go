@@ -4,16 +4,21 @@
 package nodegroup
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/karpenter/pkg/apis"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/labels"
 )
 
 // ProviderID is the provider ID of the node of a one-node group.
@@ -29,7 +34,8 @@ func GroupName(providerID string) string {
 }
 
 // IsManaged says whether a NodeGroup carries the provider's labels. It is enough for reads;
-// anything destructive must also check ownership (OwnerClaim).
+// anything destructive, or that makes Karpenter adopt a node, must also prove ownership
+// (OwnerClaim, ConfirmOwner).
 func IsManaged(g *ngv1.NodeGroup) bool {
 	return g.Labels[v1alpha1.LabelNodeClaim] != ""
 }
@@ -45,9 +51,41 @@ func OwnerClaim(g *ngv1.NodeGroup) *metav1.OwnerReference {
 	return nil
 }
 
+// ErrNotOwned means a NodeGroup is not proven to be launched for a live NodeClaim.
+var ErrNotOwned = errors.New("nodegroup is not owned by a live NodeClaim")
+
+// ConfirmOwner proves that a group was launched for Karpenter before anything acts on it as
+// such: it has an owner reference to a NodeClaim, it is named and labelled after that claim
+// (Build's shape: a hand-copied manifest cannot reuse the name, so copying the owner
+// reference too is not enough), and an uncached read through api finds that NodeClaim with
+// the referenced UID (a cache may still hold a claim that is gone, or miss one just created).
+// It returns the claim, an error wrapping ErrNotOwned that says why the proof fails, or
+// another error when the read itself failed.
+func ConfirmOwner(ctx context.Context, api client.Reader, g *ngv1.NodeGroup) (*karpv1.NodeClaim, error) {
+	ref := OwnerClaim(g)
+	switch {
+	case ref == nil:
+		return nil, fmt.Errorf("%w: no owner reference to a NodeClaim", ErrNotOwned)
+	case ref.Name != g.Name || g.Labels[v1alpha1.LabelNodeClaim] != g.Name:
+		return nil, fmt.Errorf("%w: owner NodeClaim %q and label %s=%q do not both name the group", ErrNotOwned, ref.Name, v1alpha1.LabelNodeClaim, g.Labels[v1alpha1.LabelNodeClaim])
+	}
+	claim := &karpv1.NodeClaim{}
+	if err := api.Get(ctx, client.ObjectKey{Name: ref.Name}, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: owner NodeClaim %q is gone", ErrNotOwned, ref.Name)
+		}
+		return nil, fmt.Errorf("reading owner nodeclaim %q of nodegroup %q: %w", ref.Name, g.Name, err)
+	}
+	if claim.UID != ref.UID {
+		return nil, fmt.Errorf("%w: NodeClaim %q has UID %s, the owner reference names UID %s", ErrNotOwned, ref.Name, claim.UID, ref.UID)
+	}
+	return claim, nil
+}
+
 // Build is the NodeGroup for a NodeClaim of a flavor: named after the claim, one node, owned
-// by the claim, labelled for ownership, stamped with the class hash, and carrying the labels
-// and taints its node must have from the moment it joins.
+// by the claim, labelled for ownership (object labels, never copied to nodes), stamped with the
+// class hash, and carrying the user labels and the taints its node must have from the moment
+// it joins.
 func Build(claim *karpv1.NodeClaim, class *v1alpha1.CleverNodeClass, flavor string) *ngv1.NodeGroup {
 	objectLabels := map[string]string{
 		v1alpha1.LabelNodeClaim: claim.Name,
@@ -90,20 +128,20 @@ func Build(claim *karpv1.NodeClaim, class *v1alpha1.CleverNodeClass, flavor stri
 	}
 }
 
-// Labels Karpenter sets itself once the node registers; stamping them at join time would lie.
-var karpenterRuntimeLabels = map[string]bool{
-	karpv1.NodeRegisteredLabelKey:  true,
-	karpv1.NodeInitializedLabelKey: true,
-}
-
-// NodeLabels merges the claim's labels with the class's (the class wins) and keeps only what
-// the NodeGroup API admits: no reserved prefix, valid keys and values. Dropped labels still
-// reach the node: Karpenter syncs the claim's labels at registration.
+// NodeLabels is a NodeGroup's spec.labels: the claim's labels merged with the class's (the
+// class wins), keeping only user labels (labels.Check). CKE copies spec.labels onto every node
+// of the group, including nodes added by an out-of-band resize, so a key Karpenter, the
+// provider or the platform owns must never be there: karpenter.sh/nodepool on such an extra
+// node, which has no NodeClaim, wedges Karpenter core's cluster state (cke-platform.md §2, §7
+// item 13). Owned labels still reach the node: Karpenter copies the NodeClaim's labels (zone,
+// region, instance type, capacity type, node pool…) onto it when it registers. User labels are
+// kept here so that they are on the node from the moment it joins, before registration, for
+// DaemonSets and other selectors.
 func NodeLabels(claimLabels, classLabels map[string]string) map[string]string {
 	out := map[string]string{}
 	add := func(m map[string]string) {
 		for k, v := range m {
-			if Admissible(k, v) && !karpenterRuntimeLabels[k] {
+			if labels.Check(k, v) == nil {
 				out[k] = v
 			}
 		}
@@ -114,16 +152,6 @@ func NodeLabels(claimLabels, classLabels map[string]string) map[string]string {
 		return nil
 	}
 	return out
-}
-
-// Admissible says whether the NodeGroup API accepts a label.
-func Admissible(key, value string) bool {
-	for _, p := range ngv1.ReservedLabelPrefixes {
-		if strings.HasPrefix(key, p) {
-			return false
-		}
-	}
-	return len(validation.IsQualifiedName(key)) == 0 && len(validation.IsValidLabelValue(value)) == 0
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -1,18 +1,24 @@
 package nodegroup
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/labels"
 )
 
 func testClaim() *karpv1.NodeClaim {
@@ -21,13 +27,18 @@ func testClaim() *karpv1.NodeClaim {
 			Name: "default-abcde",
 			UID:  types.UID("1f6e2a3c-0000-4000-8000-000000000001"),
 			Labels: map[string]string{
-				"karpenter.sh/nodepool":            "default",
-				"karpenter.sh/capacity-type":       "on-demand",
-				"node.kubernetes.io/instance-type": "M",
-				"kubernetes.io/arch":               "amd64",
-				"topology.kubernetes.io/zone":      "par",
-				"team":                             "claim-team",
-				"app":                              "web",
+				// What Karpenter core puts on a claim: its node pool, the class reference,
+				// well-known labels from the template and resolved requirements, and the
+				// pool's user labels.
+				"karpenter.sh/nodepool":                      "default",
+				"karpenter.clever-cloud.com/clevernodeclass": "standard",
+				"karpenter.sh/capacity-type":                 "on-demand",
+				"node.kubernetes.io/instance-type":           "M",
+				"kubernetes.io/arch":                         "amd64",
+				"topology.kubernetes.io/zone":                "par",
+				"topology.kubernetes.io/region":              "par",
+				"team":                                       "claim-team",
+				"app":                                        "web",
 			},
 		},
 		Spec: karpv1.NodeClaimSpec{
@@ -84,13 +95,12 @@ func TestBuild(t *testing.T) {
 
 	g.Expect(ng.Spec.Flavor).To(Equal("M"))
 	g.Expect(ng.Spec.NodeCount).To(Equal(int32(1)))
+	// Only user labels: CKE copies spec.labels to every node of the group, extra nodes of an
+	// out-of-band resize included, and Karpenter copies the claim's owned labels at registration.
 	g.Expect(ng.Spec.Labels).To(Equal(map[string]string{
-		"karpenter.sh/nodepool":       "default",
-		"karpenter.sh/capacity-type":  "on-demand",
-		"topology.kubernetes.io/zone": "par", // not under a reserved prefix
-		"team":                        "platform",
-		"cost-center":                 "42",
-		"app":                         "web",
+		"team":        "platform",
+		"cost-center": "42",
+		"app":         "web",
 	}))
 	g.Expect(ng.Spec.Taints).To(Equal([]ngv1.Taint{
 		{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute},
@@ -166,22 +176,36 @@ func TestNodeLabels(t *testing.T) {
 			"clever-cloud.com/anything":        "x",
 			"keep":                             "me",
 		}, nil, map[string]string{"keep": "me"}},
-		{"similar but unreserved prefixes kept", map[string]string{
-			"topology.kubernetes.io/zone":             "par",
-			"example.kubernetes.io/x":                 "y",
-			"my.clever-cloud.com/x":                   "y",
-			"karpenter.clever-cloud.com/instance-cpu": "8",
+		{"every karpenter.sh key dropped", map[string]string{
+			"karpenter.sh/nodepool":      "default",
+			"karpenter.sh/capacity-type": "on-demand",
+			"karpenter.sh/registered":    "true",
+			"karpenter.sh/initialized":   "true",
+			"sub.karpenter.sh/x":         "y",
+		}, nil, nil},
+		{"provider keys dropped", map[string]string{
+			"karpenter.clever-cloud.com/instance-cpu":    "8",
+			"karpenter.clever-cloud.com/clevernodeclass": "default",
+			"karpenter.clever-cloud.com/nodeclaim":       "c",
+		}, nil, nil},
+		{"zone and region come from the claim at registration, not from the group", map[string]string{
+			"topology.kubernetes.io/zone":            "par",
+			"topology.kubernetes.io/region":          "par",
+			"failure-domain.beta.kubernetes.io/zone": "par",
+		}, nil, nil},
+		{"similar but unowned keys kept", map[string]string{
+			"topology.kubernetes.io/rack": "r1",
+			"example.kubernetes.io/x":     "y",
+			"my.clever-cloud.com/x":       "y",
+			"notkarpenter.sh/x":           "y",
+			"karpenter.sh":                "y",
 		}, nil, map[string]string{
-			"topology.kubernetes.io/zone":             "par",
-			"example.kubernetes.io/x":                 "y",
-			"my.clever-cloud.com/x":                   "y",
-			"karpenter.clever-cloud.com/instance-cpu": "8",
+			"topology.kubernetes.io/rack": "r1",
+			"example.kubernetes.io/x":     "y",
+			"my.clever-cloud.com/x":       "y",
+			"notkarpenter.sh/x":           "y",
+			"karpenter.sh":                "y",
 		}},
-		{"karpenter runtime labels dropped", map[string]string{
-			"karpenter.sh/registered":  "true",
-			"karpenter.sh/initialized": "true",
-			"karpenter.sh/nodepool":    "default",
-		}, nil, map[string]string{"karpenter.sh/nodepool": "default"}},
 		{"invalid values dropped", map[string]string{
 			"too-long":    long,
 			"space":       "a b",
@@ -201,8 +225,8 @@ func TestNodeLabels(t *testing.T) {
 		{"class wins over claim", map[string]string{"team": "claim", "only-claim": "1"},
 			map[string]string{"team": "class", "only-class": "2"},
 			map[string]string{"team": "class", "only-claim": "1", "only-class": "2"}},
-		{"class reserved labels are dropped too", nil,
-			map[string]string{"node.kubernetes.io/role": "x", "karpenter.sh/registered": "true", "ok": "y"},
+		{"owned class labels (admitted before the CRD rule) are dropped too", nil,
+			map[string]string{"node.kubernetes.io/role": "x", "karpenter.sh/nodepool": "p", "topology.kubernetes.io/zone": "elsewhere", "ok": "y"},
 			map[string]string{"ok": "y"}},
 		{"an inadmissible class value does not erase the claim's", map[string]string{"team": "claim"},
 			map[string]string{"team": "bad value"}, map[string]string{"team": "claim"}},
@@ -214,30 +238,27 @@ func TestNodeLabels(t *testing.T) {
 	}
 }
 
-func TestAdmissible(t *testing.T) {
-	for _, tc := range []struct {
-		key, value string
-		want       bool
-	}{
-		{"team", "platform", true},
-		{"example.com/team", "platform", true},
-		{"karpenter.sh/nodepool", "default", true},
-		{"topology.kubernetes.io/zone", "par", true},
-		{"team", "", true},
-		{"kubernetes.io/hostname", "n", false},
-		{"node.kubernetes.io/instance-type", "M", false},
-		{"clever-cloud.com/flavor", "M", false},
-		{"team", "has space", false},
-		{"team", strings.Repeat("v", 63), true},
-		{"team", strings.Repeat("v", 64), false},
-		{strings.Repeat("k", 63), "v", true},
-		{strings.Repeat("k", 64), "v", false},
-		{"", "v", false},
-		{"bad key!", "v", false},
-		{"Example.com/x", "v", false},
-	} {
-		NewWithT(t).Expect(Admissible(tc.key, tc.value)).To(Equal(tc.want), "%q=%q", tc.key, tc.value)
+// Whatever a claim and class carry, a group never asks CKE for a label somebody else owns.
+func TestBuildNeverPutsAnOwnedLabelInSpecLabels(t *testing.T) {
+	g := NewWithT(t)
+	claim := testClaim()
+	for k := range karpv1.WellKnownLabels {
+		claim.Labels[k] = "x"
 	}
+	for k := range karpv1.NormalizedLabels {
+		claim.Labels[k] = "x"
+	}
+	class := testClass()
+	class.Spec.Labels["topology.kubernetes.io/zone"] = "elsewhere"
+	class.Spec.Labels["karpenter.sh/nodepool"] = "other"
+	ng := Build(claim, class, "M")
+	for k := range ng.Spec.Labels {
+		g.Expect(labels.IsOwned(k)).To(BeFalse(), k)
+		g.Expect(k).NotTo(HavePrefix("karpenter.sh/"))
+	}
+	g.Expect(ng.Spec.Labels).To(HaveKeyWithValue("team", "platform"))
+	// Ownership bookkeeping lives in the object's own labels, which CKE does not copy to nodes.
+	g.Expect(ng.Labels).To(HaveKeyWithValue(karpv1.NodePoolLabelKey, claim.Labels[karpv1.NodePoolLabelKey]))
 }
 
 func TestProviderIDRoundTrip(t *testing.T) {
@@ -309,42 +330,89 @@ const quotaMsg = "Quota exceeded: RAM max: limit = 40.0 GB | actual = 48.0 GB"
 
 func TestJudge(t *testing.T) {
 	now := metav1.Now()
-	ready := cond(ngv1.ConditionReady, "True", "Ready", "")
+	ready := cond(ngv1.ConditionReady, "True", ngv1.ReasonSynced, "")
 	notReady := cond(ngv1.ConditionReady, "False", "Provisioning", "")
+	creating := cond(ngv1.ConditionReconcileInProgress, "True", ngv1.ReasonCreating, "")
+	scaling := cond(ngv1.ConditionReconcileInProgress, "True", ngv1.ReasonScaling, "")
 	quotaCond := cond(ngv1.ConditionReconcileFailed, "True", ngv1.ReasonQuotaExceeded, quotaMsg)
+	quotaEmpty := cond(ngv1.ConditionReconcileFailed, "True", ngv1.ReasonQuotaExceeded, "")
+	upstream := cond(ngv1.ConditionReconcileFailed, "True", ngv1.ReasonUpstreamError, "API error: RequestDidntReturnSuccess")
+	other := cond(ngv1.ConditionReconcileFailed, "True", "InvalidFlavor", "no")
+	gone := Verdict{Outcome: Vanished, Message: "the NodeGroup is gone or terminating"}
 	for _, tc := range []struct {
 		name     string
 		deleting bool
 		phase    string
+		status   func(*ngv1.NodeGroupStatus)
 		conds    []metav1.Condition
 		want     Verdict
 	}{
-		{"empty status", false, "", nil, Verdict{Outcome: Pending}},
-		{"Ready=True", false, "", []metav1.Condition{ready}, Verdict{Outcome: Accepted}},
-		{"Ready=False", false, "", []metav1.Condition{notReady}, Verdict{Outcome: Pending}},
-		{"Ready=Unknown", false, "", []metav1.Condition{cond(ngv1.ConditionReady, "Unknown", "X", "")}, Verdict{Outcome: Pending}},
-		{"phase Synced", false, ngv1.PhaseSynced, nil, Verdict{Outcome: Accepted}},
-		{"phase Synced with Ready=False", false, ngv1.PhaseSynced, []metav1.Condition{notReady}, Verdict{Outcome: Accepted}},
-		{"unknown phase", false, "Provisioning", nil, Verdict{Outcome: Pending}},
-		{"reconcile in progress", false, "", []metav1.Condition{cond(ngv1.ConditionReconcileInProgress, "True", "Creating", "")}, Verdict{Outcome: Pending}},
-		{"phase QuotaExceeded alone", false, ngv1.PhaseQuotaExceeded, nil, Verdict{Outcome: QuotaExceeded, Message: "phase QuotaExceeded"}},
-		{"phase QuotaExceeded with the condition's message", false, ngv1.PhaseQuotaExceeded, []metav1.Condition{quotaCond}, Verdict{Outcome: QuotaExceeded, Message: quotaMsg}},
-		{"phase QuotaExceeded, ReconcileFailed without message", false, ngv1.PhaseQuotaExceeded,
-			[]metav1.Condition{cond(ngv1.ConditionReconcileFailed, "True", "Other", "")}, Verdict{Outcome: QuotaExceeded, Message: "phase QuotaExceeded"}},
-		{"ReconcileFailed QuotaExceeded alone", false, "", []metav1.Condition{quotaCond}, Verdict{Outcome: QuotaExceeded, Message: quotaMsg}},
-		{"quota wins over Ready=True", false, "", []metav1.Condition{ready, quotaCond}, Verdict{Outcome: QuotaExceeded, Message: quotaMsg}},
-		{"quota wins over phase Synced", false, ngv1.PhaseSynced, []metav1.Condition{quotaCond}, Verdict{Outcome: QuotaExceeded, Message: quotaMsg}},
-		{"quota phase wins over Ready=True", false, ngv1.PhaseQuotaExceeded, []metav1.Condition{ready}, Verdict{Outcome: QuotaExceeded, Message: "phase QuotaExceeded"}},
-		{"ReconcileFailed=False QuotaExceeded is not a rejection", false, "", []metav1.Condition{cond(ngv1.ConditionReconcileFailed, "False", ngv1.ReasonQuotaExceeded, "old")}, Verdict{Outcome: Pending}},
-		{"ReconcileFailed=True other reason is not quota", false, "", []metav1.Condition{cond(ngv1.ConditionReconcileFailed, "True", "InvalidFlavor", "no")}, Verdict{Outcome: Pending}},
-		{"ReconcileFailed other reason then Ready", false, "", []metav1.Condition{cond(ngv1.ConditionReconcileFailed, "True", "Transient", "x"), ready}, Verdict{Outcome: Accepted}},
-		{"deleting", true, "", nil, Verdict{Outcome: Vanished, Message: "the NodeGroup is gone or terminating"}},
-		{"deleting wins over Ready", true, ngv1.PhaseSynced, []metav1.Condition{ready}, Verdict{Outcome: Vanished, Message: "the NodeGroup is gone or terminating"}},
-		{"deleting wins over quota", true, ngv1.PhaseQuotaExceeded, []metav1.Condition{quotaCond}, Verdict{Outcome: Vanished, Message: "the NodeGroup is gone or terminating"}},
+		{"empty status", false, "", nil, nil, Verdict{Outcome: Pending}},
+		{"unknown phase", false, "Provisioning", nil, nil, Verdict{Outcome: Pending}},
+		{"Ready=False", false, "", nil, []metav1.Condition{notReady}, Verdict{Outcome: Pending}},
+		{"Ready=Unknown", false, "", nil, []metav1.Condition{cond(ngv1.ConditionReady, "Unknown", "X", "")}, Verdict{Outcome: Pending}},
+
+		// Today's platform: the first write is the decision.
+		{"today: Creating", false, ngv1.PhaseCreating, nil, []metav1.Condition{creating}, Verdict{Outcome: Launched, Accepted: true}},
+		{"phase Creating alone", false, ngv1.PhaseCreating, nil, nil, Verdict{Outcome: Launched, Accepted: true}},
+		{"ReconcileInProgress Creating alone", false, "", nil, []metav1.Condition{creating}, Verdict{Outcome: Launched, Accepted: true}},
+		{"ReconcileInProgress Creating turned False still proves acceptance", false, "", nil,
+			[]metav1.Condition{cond(ngv1.ConditionReconcileInProgress, "False", ngv1.ReasonCreating, "")}, Verdict{Outcome: Launched, Accepted: true}},
+		{"ReconcileInProgress of another reason is no acceptance", false, "", nil,
+			[]metav1.Condition{cond(ngv1.ConditionReconcileInProgress, "True", "Validating", "")}, Verdict{Outcome: Pending}},
+		{"a node proves acceptance", false, "", func(s *ngv1.NodeGroupStatus) { s.NodeCount = 1 }, nil, Verdict{Outcome: Launched, Accepted: true}},
+		{"an upstream ID proves acceptance", false, "", func(s *ngv1.NodeGroupStatus) { s.UpstreamID = "ng_1" }, nil, Verdict{Outcome: Launched, Accepted: true}},
+		{"today: Synced", false, ngv1.PhaseSynced, nil, []metav1.Condition{ready, cond(ngv1.ConditionReconcileInProgress, "False", ngv1.ReasonCreating, "")},
+			Verdict{Outcome: Synced, Accepted: true, Synced: true}},
+		{"today: quota refusal, empty message", false, ngv1.PhaseQuotaExceeded, nil, []metav1.Condition{quotaEmpty},
+			Verdict{Outcome: QuotaExceeded, Reason: ngv1.ReasonQuotaExceeded, Message: "ReconcileFailed: QuotaExceeded"}},
+		{"today: UpstreamError while creating", false, ngv1.PhaseUpstreamError, nil, []metav1.Condition{creating, upstream},
+			Verdict{Outcome: Transient, Reason: ngv1.ReasonUpstreamError, Message: "API error: RequestDidntReturnSuccess", Accepted: true}},
+		{"today: UpstreamError on a synced group scaling", false, ngv1.PhaseUpstreamError, nil, []metav1.Condition{ready, scaling, upstream},
+			Verdict{Outcome: Transient, Reason: ngv1.ReasonUpstreamError, Message: "API error: RequestDidntReturnSuccess", Accepted: true, Synced: true}},
+		{"UpstreamError before any acceptance is still transient", false, "", nil, []metav1.Condition{upstream},
+			Verdict{Outcome: Transient, Reason: ngv1.ReasonUpstreamError, Message: "API error: RequestDidntReturnSuccess"}},
+		{"phase UpstreamError alone", false, ngv1.PhaseUpstreamError, nil, nil,
+			Verdict{Outcome: Transient, Reason: ngv1.ReasonUpstreamError, Message: "phase UpstreamError"}},
+		{"unknown reason, never accepted: an unclassified refusal", false, "InvalidFlavor", nil, []metav1.Condition{other},
+			Verdict{Outcome: Refused, Reason: "InvalidFlavor", Message: "no"}},
+		{"unknown reason on a Creating group: transient", false, ngv1.PhaseCreating, nil, []metav1.Condition{creating, other},
+			Verdict{Outcome: Transient, Reason: "InvalidFlavor", Message: "no", Accepted: true}},
+		{"unknown reason without a message or a reason", false, "", nil, []metav1.Condition{cond(ngv1.ConditionReconcileFailed, "True", "", "")},
+			Verdict{Outcome: Refused, Reason: "Unknown", Message: "ReconcileFailed: Unknown"}},
+		{"ReconcileFailed=False is no failure", false, "", nil, []metav1.Condition{cond(ngv1.ConditionReconcileFailed, "False", "InvalidFlavor", "old"), creating},
+			Verdict{Outcome: Launched, Accepted: true}},
+
+		// Clusters not upgraded yet (2026-06): Synced directly, quota message with the limit.
+		{"legacy: Ready=True", false, "", nil, []metav1.Condition{ready}, Verdict{Outcome: Synced, Accepted: true, Synced: true}},
+		{"legacy: phase Synced", false, ngv1.PhaseSynced, nil, nil, Verdict{Outcome: Synced, Accepted: true, Synced: true}},
+		{"phase Synced with Ready=False", false, ngv1.PhaseSynced, nil, []metav1.Condition{notReady}, Verdict{Outcome: Synced, Accepted: true, Synced: true}},
+		{"legacy: phase QuotaExceeded alone", false, ngv1.PhaseQuotaExceeded, nil, nil, Verdict{Outcome: QuotaExceeded, Reason: ngv1.ReasonQuotaExceeded, Message: "phase QuotaExceeded"}},
+		{"legacy: phase QuotaExceeded with the condition's message", false, ngv1.PhaseQuotaExceeded, nil, []metav1.Condition{quotaCond},
+			Verdict{Outcome: QuotaExceeded, Reason: ngv1.ReasonQuotaExceeded, Message: quotaMsg}},
+		{"phase QuotaExceeded, ReconcileFailed of another reason without message", false, ngv1.PhaseQuotaExceeded, nil,
+			[]metav1.Condition{cond(ngv1.ConditionReconcileFailed, "True", "Other", "")}, Verdict{Outcome: QuotaExceeded, Reason: ngv1.ReasonQuotaExceeded, Message: "phase QuotaExceeded"}},
+		{"legacy: ReconcileFailed QuotaExceeded alone", false, "", nil, []metav1.Condition{quotaCond}, Verdict{Outcome: QuotaExceeded, Reason: ngv1.ReasonQuotaExceeded, Message: quotaMsg}},
+		{"ReconcileFailed=False QuotaExceeded is not a rejection", false, "", nil, []metav1.Condition{cond(ngv1.ConditionReconcileFailed, "False", ngv1.ReasonQuotaExceeded, "old")}, Verdict{Outcome: Pending}},
+
+		// A refusal wins over readiness, at any time.
+		{"quota wins over Ready=True", false, "", nil, []metav1.Condition{ready, quotaCond}, Verdict{Outcome: QuotaExceeded, Reason: ngv1.ReasonQuotaExceeded, Message: quotaMsg, Accepted: true, Synced: true}},
+		{"quota wins over phase Synced", false, ngv1.PhaseSynced, nil, []metav1.Condition{quotaCond}, Verdict{Outcome: QuotaExceeded, Reason: ngv1.ReasonQuotaExceeded, Message: quotaMsg, Accepted: true, Synced: true}},
+		{"quota after Creating is still a refusal", false, ngv1.PhaseQuotaExceeded, nil, []metav1.Condition{creating, quotaEmpty},
+			Verdict{Outcome: QuotaExceeded, Reason: ngv1.ReasonQuotaExceeded, Message: "ReconcileFailed: QuotaExceeded", Accepted: true}},
+		{"unknown reason beside Ready=True is transient", false, "", nil, []metav1.Condition{cond(ngv1.ConditionReconcileFailed, "True", "Transient", "x"), ready},
+			Verdict{Outcome: Transient, Reason: "Transient", Message: "x", Accepted: true, Synced: true}},
+
+		{"deleting", true, "", nil, nil, gone},
+		{"deleting wins over Ready", true, ngv1.PhaseSynced, nil, []metav1.Condition{ready}, gone},
+		{"deleting wins over quota", true, ngv1.PhaseQuotaExceeded, nil, []metav1.Condition{quotaCond}, gone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ng := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Status: ngv1.NodeGroupStatus{Phase: tc.phase, Conditions: tc.conds}}
+			if tc.status != nil {
+				tc.status(&ng.Status)
+			}
 			if tc.deleting {
 				ng.DeletionTimestamp = &now
 			}
@@ -354,10 +422,36 @@ func TestJudge(t *testing.T) {
 	NewWithT(t).Expect(Judge(nil).Outcome).To(Equal(Vanished))
 }
 
+// The operator may drop every sign of acceptance from the status; what the caller saw earlier
+// still makes an unknown failure transient.
+func TestJudgeAfterRemembersAcceptance(t *testing.T) {
+	g := NewWithT(t)
+	ng := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Status: ngv1.NodeGroupStatus{
+		Phase: "Failed", Conditions: []metav1.Condition{cond(ngv1.ConditionReconcileFailed, "True", "VMBootFailed", "boom")},
+	}}
+	g.Expect(JudgeAfter(ng, false)).To(Equal(Verdict{Outcome: Refused, Reason: "VMBootFailed", Message: "boom"}))
+	g.Expect(JudgeAfter(ng, true)).To(Equal(Verdict{Outcome: Transient, Reason: "VMBootFailed", Message: "boom", Accepted: true}))
+	// History never overrides a quota refusal nor a deletion.
+	ng.Status.Phase = ngv1.PhaseQuotaExceeded
+	g.Expect(JudgeAfter(ng, true).Outcome).To(Equal(QuotaExceeded))
+	g.Expect(JudgeAfter(nil, true).Outcome).To(Equal(Vanished))
+	// Nor does it make a group that shows nothing more than accepted.
+	g.Expect(JudgeAfter(&ngv1.NodeGroup{}, true)).To(Equal(Verdict{Outcome: Launched, Accepted: true}))
+}
+
 func TestOutcomeString(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect([]string{Pending.String(), Accepted.String(), QuotaExceeded.String(), Vanished.String(), TimedOut.String()}).
-		To(Equal([]string{"Pending", "Accepted", "QuotaExceeded", "Vanished", "TimedOut"}))
+	all := []Outcome{Pending, Launched, Synced, QuotaExceeded, Refused, Transient, Vanished, TimedOut}
+	names := []string{}
+	for _, o := range all {
+		names = append(names, o.String())
+	}
+	g.Expect(names).To(Equal([]string{"Pending", "Launched", "Synced", "QuotaExceeded", "Refused", "Transient", "Vanished", "TimedOut"}))
+	g.Expect(Outcome(42).String()).To(Equal("Unknown"))
+	for _, o := range all {
+		g.Expect(o.Decided()).To(Equal(o != Pending), o.String())
+		g.Expect(o.Refusal()).To(Equal(o == QuotaExceeded || o == Refused), o.String())
+	}
 }
 
 func TestParseQuotaMessage(t *testing.T) {
@@ -437,4 +531,84 @@ func FuzzParseQuotaMessage(f *testing.F) {
 			t.Fatalf("%q: resource %q does not come from the message", msg, q.Resource)
 		}
 	})
+}
+
+// claimReader is an uncached reader holding at most one NodeClaim, or failing every read.
+type claimReader struct {
+	claim *karpv1.NodeClaim
+	err   error
+	gets  int
+}
+
+func (r *claimReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	r.gets++
+	if r.err != nil {
+		return r.err
+	}
+	if r.claim == nil || key.Name != r.claim.Name {
+		return apierrors.NewNotFound(schema.GroupResource{Group: "karpenter.sh", Resource: "nodeclaims"}, key.Name)
+	}
+	r.claim.DeepCopyInto(obj.(*karpv1.NodeClaim))
+	return nil
+}
+
+func (r *claimReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("not used")
+}
+
+func TestConfirmOwner(t *testing.T) {
+	ctx := context.Background()
+	claim := testClaim()
+	built := Build(claim, testClass(), "M")
+	for _, tc := range []struct {
+		name   string
+		group  func() *ngv1.NodeGroup
+		reader *claimReader
+		owned  bool
+		why    string
+	}{
+		{"built for a live claim", built.DeepCopy, &claimReader{claim: claim}, true, ""},
+		{"hand-copied: labels but no owner reference", func() *ngv1.NodeGroup {
+			ng := built.DeepCopy()
+			ng.OwnerReferences = nil
+			return ng
+		}, &claimReader{claim: claim}, false, "no owner reference"},
+		{"hand-copied under another name, owner reference included", func() *ngv1.NodeGroup {
+			ng := built.DeepCopy()
+			ng.Name = "copy"
+			return ng
+		}, &claimReader{claim: claim}, false, "do not both name the group"},
+		{"label names another claim", func() *ngv1.NodeGroup {
+			ng := built.DeepCopy()
+			ng.Labels[v1alpha1.LabelNodeClaim] = "other"
+			return ng
+		}, &claimReader{claim: claim}, false, "do not both name the group"},
+		{"owner claim gone", built.DeepCopy, &claimReader{}, false, "is gone"},
+		{"owner claim recreated under the same name", built.DeepCopy, &claimReader{claim: func() *karpv1.NodeClaim {
+			c := testClaim()
+			c.UID = "another-uid"
+			return c
+		}()}, false, "has UID another-uid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := ConfirmOwner(ctx, tc.reader, tc.group())
+			if tc.owned {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(got.UID).To(Equal(claim.UID))
+				g.Expect(tc.reader.gets).To(Equal(1), "confirmed by a read, not assumed")
+				return
+			}
+			g.Expect(got).To(BeNil())
+			g.Expect(err).To(MatchError(ErrNotOwned))
+			g.Expect(err.Error()).To(ContainSubstring(tc.why))
+		})
+	}
+
+	// A failed read is not a verdict: the caller must retry, not conclude "not owned".
+	g := NewWithT(t)
+	_, err := ConfirmOwner(ctx, &claimReader{err: errors.New("connection refused")}, built.DeepCopy())
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(errors.Is(err, ErrNotOwned)).To(BeFalse())
+	g.Expect(err.Error()).To(ContainSubstring("connection refused"))
 }

@@ -14,14 +14,20 @@ func metav1AddToGroupVersion(s *runtime.Scheme) { metav1.AddToGroupVersion(s, Gr
 // CleverNodeClassSpec describes how the provider builds CKE nodes for the NodePools that
 // reference this class.
 type CleverNodeClassSpec struct {
+	// The owned-key rule below is controller/labels.CELRule and CELMessageExpression, spelled
+	// out because markers cannot call Go; controller/labels' tests fail when they disagree.
+
 	// Labels are extra node labels set on the NodeGroup, so CKE applies them when the node
-	// joins, before Karpenter registers it. Keys must be qualified names outside the prefixes
-	// the NodeGroup API reserves (kubernetes.io/, node.kubernetes.io/, clever-cloud.com/) and
-	// the ones Karpenter and this provider manage (karpenter.sh/, karpenter.clever-cloud.com/);
-	// values must be valid label values. Changing them drifts the nodes built from this class.
+	// joins, before Karpenter registers it. Keys must be qualified names that nobody else owns:
+	// not under the prefixes the NodeGroup API reserves (kubernetes.io/, node.kubernetes.io/,
+	// clever-cloud.com/), not in Karpenter's domain (karpenter.sh and its subdomains) nor this
+	// provider's (karpenter.clever-cloud.com and its subdomains), and none of the well-known
+	// labels Karpenter sets from the NodeClaim at registration (topology.kubernetes.io/zone and
+	// region, and the beta aliases it normalises). Values must be valid label values. Changing
+	// them drifts the nodes built from this class.
 	//
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('kubernetes.io/') && !k.startsWith('node.kubernetes.io/') && !k.startsWith('clever-cloud.com/') && !k.startsWith('karpenter.sh/') && !k.startsWith('karpenter.clever-cloud.com/'))",message="label keys must not start with a reserved prefix: kubernetes.io/, node.kubernetes.io/, clever-cloud.com/, karpenter.sh/, karpenter.clever-cloud.com/"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^(kubernetes[.]io/|node[.]kubernetes[.]io/|clever-cloud[.]com/|([^/]+[.])?karpenter[.]sh/|([^/]+[.])?karpenter[.]clever-cloud[.]com/|(beta[.]kubernetes[.]io/arch|beta[.]kubernetes[.]io/instance-type|beta[.]kubernetes[.]io/os|failure-domain[.]beta[.]kubernetes[.]io/region|failure-domain[.]beta[.]kubernetes[.]io/zone|topology[.]kubernetes[.]io/region|topology[.]kubernetes[.]io/zone)$)'))",messageExpression="'label ' + self.filter(k, k.matches('^(kubernetes[.]io/|node[.]kubernetes[.]io/|clever-cloud[.]com/|([^/]+[.])?karpenter[.]sh/|([^/]+[.])?karpenter[.]clever-cloud[.]com/|(beta[.]kubernetes[.]io/arch|beta[.]kubernetes[.]io/instance-type|beta[.]kubernetes[.]io/os|failure-domain[.]beta[.]kubernetes[.]io/region|failure-domain[.]beta[.]kubernetes[.]io/zone|topology[.]kubernetes[.]io/region|topology[.]kubernetes[.]io/zone)$)'))[0] + ' is owned by Karpenter, the provider or the CKE platform (kubernetes.io/, node.kubernetes.io/, clever-cloud.com/, karpenter.sh and karpenter.clever-cloud.com domains, topology.kubernetes.io/zone and region, and the beta aliases Karpenter normalises)'"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$') && (k.contains('/') ? (k.split('/')[0].size() <= 253 && k.split('/')[1].size() <= 63) : k.size() <= 63))",message="label keys must be qualified names: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 	// +optional
 	Labels map[string]LabelValue `json:"labels,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -21,25 +22,46 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/labels"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing"
 )
 
 // APIProbeInterval is how soon a class whose NodeGroup API is not served is checked again.
 const APIProbeInterval = 15 * time.Second
 
-// PricesRecheckInterval is how often a class re-reads the price refresher's freshness.
-const PricesRecheckInterval = time.Minute
-
-// Prices tells whether the prices in use are current: the price refresher implements it.
+// Prices is the price refresher as the PricesCurrent condition sees it
+// (*pricing.Refresher implements it).
 type Prices interface {
-	Stale() bool
-	LastSuccess() time.Time
-	LastError() error
+	// Status is a snapshot of the refresher's state.
+	Status() pricing.Status
+	// Subscribe returns a channel signalled whenever Status may have changed: after every
+	// refresh attempt and when prices pass their staleness deadline.
+	Subscribe() <-chan struct{}
 }
+
+// Condition reasons of PricesCurrent.
+const (
+	// PricesPending (Unknown): no refresh has ended yet; the embedded catalogue is in use.
+	PricesPending = "Pending"
+	// PricesRefreshed (True): rates and flavor availability come from the API.
+	PricesRefreshed = "Refreshed"
+	// PricesProductListingUnavailable (True): rates come from the price system, but the
+	// product listing could not be read (401 since 2026-09), so availability is the
+	// catalogue's and the topology is ignored.
+	PricesProductListingUnavailable = "ProductListingUnavailable"
+	// PricesRefreshFailing (False): stale by pricing.Refresher.Stale's rule, no success for
+	// more than pricing.StaleAfterPeriods refresh periods, or none at all after an attempt.
+	PricesRefreshFailing = "RefreshFailing"
+)
+
+// priceListRetry is how soon enqueueing the classes is retried after a failed list (of the
+// informer cache, so only while it is starting or stopping).
+const priceListRetry = time.Second
 
 // Controller reconciles CleverNodeClasses.
 type Controller struct {
@@ -56,7 +78,7 @@ func New(kube client.Client, mapper meta.RESTMapper, prices Prices) *Controller 
 
 // Register implements operatorpkg's controller.Controller.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return ctrl.NewControllerManagedBy(m).
+	b := ctrl.NewControllerManagedBy(m).
 		Named("clevercloud.nodeclass").
 		For(&v1alpha1.CleverNodeClass{}).
 		// A class waiting on its claims to go is released when the last one does.
@@ -66,8 +88,58 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ref.Name}}}
-		})).
-		Complete(c)
+		}))
+	if c.prices != nil {
+		b = b.WatchesRawSource(c.priceChanges())
+	}
+	return b.Complete(c)
+}
+
+// priceChanges is a source that enqueues every CleverNodeClass whenever the refresher says
+// its state may have changed, so that PricesCurrent follows a refresh (or the staleness
+// deadline) within a reconcile, rather than at a periodic recheck that lagged by up to its
+// interval.
+func (c *Controller) priceChanges() source.Source {
+	changes := c.prices.Subscribe()
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		logger := log.FromContext(ctx).WithName("prices")
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-changes:
+				}
+				for {
+					err := c.enqueueAll(ctx, q)
+					if err == nil {
+						break
+					}
+					if ctx.Err() != nil {
+						return
+					}
+					logger.Error(err, "enqueueing CleverNodeClasses after a price refresher change; retrying", "retryIn", priceListRetry)
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(priceListRetry):
+					}
+				}
+			}
+		}()
+		return nil
+	})
+}
+
+func (c *Controller) enqueueAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	classes := &v1alpha1.CleverNodeClassList{}
+	if err := c.kube.List(ctx, classes); err != nil {
+		return fmt.Errorf("listing CleverNodeClasses: %w", err)
+	}
+	for _, class := range classes.Items {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: class.Name}})
+	}
+	return nil
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -108,8 +180,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		conditions.SetTrue(v1alpha1.ConditionNodeGroupAPIServed)
 	}
 	if c.prices != nil {
-		c.reportPrices(class)
-		result.RequeueAfter = minPositive(result.RequeueAfter, PricesRecheckInterval)
+		status := c.prices.Status()
+		reportPrices(class, status)
+		// Every change reaches us through the refresher's signal (priceChanges); looking again
+		// just past the staleness deadline as well costs one reconcile per class per success
+		// and keeps the condition exact should a signal be lost.
+		if status.StaleIn > 0 {
+			result.RequeueAfter = minPositive(result.RequeueAfter, status.StaleIn)
+		}
 	}
 	if !equality.Semantic.DeepEqual(before.Status, class.Status) {
 		if err := c.kube.Status().Patch(ctx, class, client.MergeFrom(before)); err != nil {
@@ -121,26 +199,49 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // reportPrices sets PricesCurrent, which is informational: stale prices must never stop
 // provisioning, so it is not one of Ready's dependencies.
-func (c *Controller) reportPrices(class *v1alpha1.CleverNodeClass) {
+func reportPrices(class *v1alpha1.CleverNodeClass, st pricing.Status) {
 	conditions := class.StatusConditions()
-	if !c.prices.Stale() {
-		if last := c.prices.LastSuccess(); !last.IsZero() {
-			conditions.SetTrueWithReason(v1alpha1.ConditionPricesCurrent, "Refreshed", "prices refreshed at "+last.UTC().Format(time.RFC3339))
-		} else {
-			conditions.SetUnknownWithReason(v1alpha1.ConditionPricesCurrent, "Pending", "waiting for the first price refresh; using the embedded catalogue")
+	if !st.Stale {
+		switch {
+		case st.LastSuccess.IsZero():
+			conditions.SetUnknownWithReason(v1alpha1.ConditionPricesCurrent, PricesPending, "waiting for the first price refresh; using the embedded catalogue")
+		case st.Listing.Readable:
+			msg := "prices refreshed at " + st.LastSuccess.UTC().Format(time.RFC3339) + "; flavors offered as the product listing lists them"
+			if st.Topology != "" {
+				msg += fmt.Sprintf(" for topology %q", st.Topology)
+			}
+			conditions.SetTrueWithReason(v1alpha1.ConditionPricesCurrent, PricesRefreshed, msg)
+		default:
+			conditions.SetTrueWithReason(v1alpha1.ConditionPricesCurrent, PricesProductListingUnavailable,
+				"prices refreshed at "+st.LastSuccess.UTC().Format(time.RFC3339)+" from the price system; "+listingMessage(st))
 		}
 		return
 	}
 	msg := "prices could not be refreshed; using the last known good catalogue"
-	if last := c.prices.LastSuccess(); !last.IsZero() {
-		msg += " from " + last.UTC().Format(time.RFC3339)
+	if !st.LastSuccess.IsZero() {
+		msg += " from " + st.LastSuccess.UTC().Format(time.RFC3339)
 	} else {
 		msg = "prices could not be refreshed yet; using the embedded catalogue"
 	}
-	if err := c.prices.LastError(); err != nil {
-		msg += ": " + err.Error()
+	if st.LastError != nil {
+		msg += ": " + st.LastError.Error()
 	}
-	conditions.SetFalse(v1alpha1.ConditionPricesCurrent, "RefreshFailing", msg)
+	conditions.SetFalse(v1alpha1.ConditionPricesCurrent, PricesRefreshFailing, msg)
+}
+
+// listingMessage says why flavor availability comes from the catalogue, and that the
+// topology, which only the listing can apply, is ignored meanwhile.
+func listingMessage(st pricing.Status) string {
+	msg := "flavor availability comes from the catalogue because the product listing "
+	if st.Listing.StatusCode != 0 {
+		msg += "answered " + st.Listing.Problem
+	} else {
+		msg += "could not be read: " + st.Listing.Problem
+	}
+	if st.Topology != "" {
+		msg += fmt.Sprintf("; topology %q (CLEVER_CLOUD_TOPOLOGY) is ignored until the listing is readable", st.Topology)
+	}
+	return msg
 }
 
 func minPositive(a, b time.Duration) time.Duration {
@@ -171,13 +272,15 @@ func (c *Controller) nodeGroupAPIServed() (bool, error) {
 }
 
 // Validate re-checks what the CRD's CEL rules check, for classes admitted before a rule
-// existed: every label must be accepted by the NodeGroup API.
+// existed: every label must be the user's to set (labels.Check), a valid label that neither
+// Karpenter, the provider nor the platform owns. A class that fails is not Ready, so nothing is
+// launched from it, and its ValidationSucceeded condition names each offending label.
 func Validate(class *v1alpha1.CleverNodeClass) error {
 	var errs []error
-	labels := class.Spec.LabelMap()
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		if !nodegroup.Admissible(k, labels[k]) {
-			errs = append(errs, fmt.Errorf("spec.labels[%q]: not accepted by the NodeGroup API", k))
+	m := class.Spec.LabelMap()
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if err := labels.Check(k, m[k]); err != nil {
+			errs = append(errs, fmt.Errorf("spec.labels: %w", err))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,10 +1,17 @@
 // Package providerid stamps provider IDs on CKE nodes. CKE leaves spec.providerID empty, and
 // Karpenter matches a Node to its NodeClaim by provider ID, so without this no node ever
 // registers.
+//
+// A provider ID makes Karpenter adopt a node, so it is stamped only with the same ownership
+// proof the destructive paths require (nodegroup.ConfirmOwner: an owner reference to a
+// NodeClaim, confirmed by an uncached read), and only on the one node of a one-node group: a
+// hand-copied group that kept our labels, or the extra nodes of a group resized out of band,
+// are left alone.
 package providerid
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,18 +30,21 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
-// ReasonNotStamped is the event reason when a node of a managed group cannot get an ID.
+// ReasonNotStamped is the event reason when a node of a group labelled as ours gets no ID:
+// the group is not proven to be owned by a live NodeClaim, or does not have exactly one node.
 const ReasonNotStamped = "ProviderIDNotStamped"
 
-// Controller stamps clevercloud://<group> on <group>-node0 of a managed one-node group.
+// Controller stamps clevercloud://<group> on <group>-node0 of a one-node group owned by a
+// live NodeClaim.
 type Controller struct {
 	kube     client.Client
+	api      client.Reader
 	recorder record.EventRecorder
 }
 
-// New builds the controller.
-func New(kube client.Client, recorder record.EventRecorder) *Controller {
-	return &Controller{kube: kube, recorder: recorder}
+// New builds the controller. api must be an uncached reader: ownership is confirmed with it.
+func New(kube client.Client, api client.Reader, recorder record.EventRecorder) *Controller {
+	return &Controller{kube: kube, api: api, recorder: recorder}
 }
 
 // Register implements operatorpkg's controller.Controller.
@@ -61,14 +71,31 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if node.Spec.ProviderID != "" || groupName == "" {
 		return reconcile.Result{}, nil
 	}
-	group := &ngv1.NodeGroup{}
-	if err := c.kube.Get(ctx, client.ObjectKey{Name: groupName}, group); err != nil {
+	// The cache filters out nodes of groups that are not even labelled as ours (the platform's
+	// own pools) without an API call; what looks managed is then re-read uncached.
+	cached := &ngv1.NodeGroup{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: groupName}, cached); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil // not ours, or gone; the group watch brings us back
 		}
 		return reconcile.Result{}, fmt.Errorf("getting nodegroup %q: %w", groupName, err)
 	}
-	if !nodegroup.IsManaged(group) {
+	if !nodegroup.IsManaged(cached) {
+		return reconcile.Result{}, nil
+	}
+	group := &ngv1.NodeGroup{}
+	if err := c.api.Get(ctx, client.ObjectKey{Name: groupName}, group); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("reading nodegroup %q uncached: %w", groupName, err))
+	}
+	if _, err := nodegroup.ConfirmOwner(ctx, c.api, group); err != nil {
+		if !errors.Is(err, nodegroup.ErrNotOwned) {
+			return reconcile.Result{}, err
+		}
+		// A hand-copied group keeps our labels: stamping its node would make Karpenter count
+		// a node no NodeClaim launched. Garbage collection reports the group itself.
+		c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonNotStamped,
+			"NodeGroup %s carries the provider's labels but is not proven to be launched by Karpenter (%v); not stamping a provider ID", group.Name, err)
+		log.FromContext(ctx).Info("not stamping a provider ID: nodegroup not owned by a live NodeClaim", "node", node.Name, "nodegroup", group.Name, "reason", err.Error())
 		return reconcile.Result{}, nil
 	}
 	// One provider ID names one node: only node0 of a group that asks for exactly one node
