@@ -64,10 +64,11 @@ test: sim-bin ## Run every test: unit, integration on a real apiserver, simulato
 
 FUZZTIME ?= 2m
 .PHONY: fuzz
-fuzz: ## Fuzz the price-API decoders and the quota-message parser (FUZZTIME each; CI runs 10s).
+fuzz: ## Fuzz the price-API decoders, the quota-message parser and the label rule (FUZZTIME each; CI runs 10s).
 	go test -run '^$$' -fuzz '^FuzzDecodeProduct$$' -fuzztime $(FUZZTIME) ./controller/pricing/pricedoc
 	go test -run '^$$' -fuzz '^FuzzDecodePriceSystem$$' -fuzztime $(FUZZTIME) ./controller/pricing/pricedoc
 	go test -run '^$$' -fuzz '^FuzzParseQuotaMessage$$' -fuzztime $(FUZZTIME) ./controller/nodegroup
+	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./controller/labels
 
 .PHONY: e2e
 e2e: sim-bin ## Run the end-to-end suite only (the shipped bundle and binary on the simulated CKE).

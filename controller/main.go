@@ -23,6 +23,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/capacity"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/launch"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
 	quotausage "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quota"
@@ -81,10 +82,12 @@ func main() {
 			cloudProvider, undecorated, clusterState, op.InstanceTypeStore, op.PredictionStore)...).
 		WithControllers(ctx,
 			nodeclass.New(op.GetClient(), op.GetRESTMapper(), prices),
-			providerid.New(op.GetClient(), recorder),
+			providerid.New(op.GetClient(), op.GetAPIReader(), recorder),
 			capacity.New(op.GetClient(), cat),
 			quotausage.New(op.GetClient(), cat, tracker),
 			garbagecollection.New(op.GetClient(), op.GetAPIReader(), recorder, op.Clock, garbagecollection.DefaultPeriod),
+			// The provider's recorder: the follower's transient-failure events dedupe with Create's.
+			launch.New(op.GetClient(), op.GetAPIReader(), provider, op.EventRecorder, op.Clock, cfg.SyncOverdueAfter.Duration),
 		).
 		Start(ctx)
 	logger.Info("stopped")

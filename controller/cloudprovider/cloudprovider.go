@@ -61,6 +61,8 @@ type CloudProvider struct {
 	acceptanceTimeout time.Duration
 	rejected          *unavailable
 	quota             *quota.Tracker
+	// steering caches what the pending pods ask for (offerings.go); its zero value is ready.
+	steering steering
 }
 
 // New builds the provider. overlays may be nil when NodeOverlay is not wired.
@@ -106,57 +108,6 @@ func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
 	}
 }
 
-// GetInstanceTypes implements cloudprovider.CloudProvider: every flavor, with the ones that
-// do not fit the quota's headroom, or that the quota just refused, offered as unavailable.
-func (c *CloudProvider) GetInstanceTypes(_ context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
-	its, blocked, headroom := c.instanceTypes()
-	if len(blocked) > 0 && nodePool != nil {
-		c.recorder.Publish(quotaLimited(nodePool, blocked, headroom))
-	}
-	return its, nil
-}
-
-// instanceTypes returns the catalogue with unavailable offerings for the flavors the quota
-// rules out, the names of those flavors, and the headroom they were judged against.
-func (c *CloudProvider) instanceTypes() ([]*cloudprovider.InstanceType, []string, quota.Usage) {
-	its := c.catalog.InstanceTypes()
-	marked := c.rejected.snapshot()
-	headroom, limited := c.quota.Headroom()
-	if marked == nil && !limited {
-		return its, nil, headroom
-	}
-	var blocked []string
-	out := make([]*cloudprovider.InstanceType, len(its))
-	for i, it := range its {
-		if !marked[it.Name] && c.fits(it.Name, headroom) {
-			out[i] = it
-			continue
-		}
-		blocked = append(blocked, it.Name)
-		offerings := make(cloudprovider.Offerings, len(it.Offerings))
-		for j, o := range it.Offerings {
-			oc := *o
-			oc.Available = false
-			offerings[j] = &oc
-		}
-		out[i] = &cloudprovider.InstanceType{Name: it.Name, Requirements: it.Requirements, Capacity: it.Capacity, Overhead: it.Overhead, Offerings: offerings}
-	}
-	return out, blocked, headroom
-}
-
-// size is what a flavor charges to the organisation quota.
-func (c *CloudProvider) size(flavor string) quota.Usage {
-	f, ok := c.catalog.Flavor(flavor)
-	if !ok {
-		return quota.Usage{}
-	}
-	return quota.Usage{CPU: f.CPU, GB: f.NominalGB}
-}
-
-func (c *CloudProvider) fits(flavor string, headroom quota.Usage) bool {
-	return c.size(flavor).FitsIn(headroom)
-}
-
 // Create implements cloudprovider.CloudProvider.
 func (c *CloudProvider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	class, err := c.readyNodeClass(ctx, claim)
@@ -182,29 +133,47 @@ func (c *CloudProvider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*k
 	created := c.clock.Now()
 	group, err := c.groups.Create(ctx, nodegroup.Build(claim, class, it.Name))
 	if err != nil {
+		if flavorRefused(err) {
+			return nil, c.flavorUnsupported(ctx, claim, it, err)
+		}
 		return nil, err
 	}
 	if group.Spec.Flavor != it.Name {
 		// An adopted group from an earlier attempt: describe what was really launched.
 		it = c.instanceType(group.Spec.Flavor)
 	}
+	// Create returns on the operator's decision (its first status write, ~1 s), not on the
+	// VM (~40–60 s): while a claim has no provider ID, core's cluster state is unsynced and
+	// provisioning and disruption stop cluster-wide. The launch follower
+	// (controllers/launch) watches the group until its node registers.
 	verdict, last, err := c.groups.Wait(ctx, group.Name, c.acceptanceTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("waiting for nodegroup %q to be accepted: %w", group.Name, err)
+		return nil, fmt.Errorf("waiting for the operator's decision on nodegroup %q: %w", group.Name, err)
 	}
-	metrics.AcceptanceSeconds.WithLabelValues(verdict.Outcome.String()).Observe(c.clock.Since(created).Seconds())
-	metrics.Launches.WithLabelValues(it.Name, verdict.Outcome.String()).Inc()
+	outcome := launchOutcome(verdict.Outcome)
+	metrics.AcceptanceSeconds.WithLabelValues(outcome).Observe(c.clock.Since(created).Seconds())
+	metrics.Launches.WithLabelValues(it.Name, outcome).Inc()
 	switch verdict.Outcome {
 	case nodegroup.QuotaExceeded:
 		return nil, c.quotaRejected(ctx, claim, group, it, verdict.Message)
+	case nodegroup.Refused:
+		return nil, c.refused(ctx, claim, group, it, verdict)
 	case nodegroup.Vanished:
 		metrics.Vanished.WithLabelValues("acceptance").Inc()
 		c.recorder.Publish(nodeGroupVanished(claim, group.Name))
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q vanished before it was accepted", group.Name))
-	case nodegroup.Accepted:
+	case nodegroup.Launched, nodegroup.Synced:
 		c.quota.Accepted(group.Name)
+	case nodegroup.Transient:
+		// The operator retries on its own: launched, and said so. Only a group it had
+		// accepted proves anything about the quota.
+		if verdict.Accepted {
+			c.quota.Accepted(group.Name)
+		}
+		log.FromContext(ctx).Info("the node-group operator reports a transient failure, proceeding; it retries on its own", "reason", verdict.Reason, "message", verdict.Message)
+		c.recorder.Publish(transientFailure(claim, group.Name, verdict.Reason, verdict.Message))
 	case nodegroup.TimedOut:
-		log.FromContext(ctx).Info("no verdict from the node-group operator in time, proceeding; Karpenter's registration timeout is the backstop", "timeout", c.acceptanceTimeout)
+		log.FromContext(ctx).Info("no decision from the node-group operator in time, proceeding; the launch follower and Karpenter's registration timeout are the backstops", "timeout", c.acceptanceTimeout)
 		c.recorder.Publish(acceptanceTimedOut(claim, group.Name, c.acceptanceTimeout))
 	}
 	if last != nil {
@@ -212,48 +181,6 @@ func (c *CloudProvider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*k
 	}
 	launched = true
 	return c.toNodeClaim(group, it), nil
-}
-
-func (c *CloudProvider) quotaRejected(ctx context.Context, claim *karpv1.NodeClaim, group *ngv1.NodeGroup, it *cloudprovider.InstanceType, message string) error {
-	usage, parsed := nodegroup.ParseQuotaMessage(message)
-	resource := "unknown"
-	if parsed {
-		resource = usage.Resource
-		c.quota.Learn(usage.Resource, usage.Limit)
-	}
-	metrics.QuotaRejections.WithLabelValues(it.Name, resource).Inc()
-	c.rejected.mark(c.atLeastAsLarge(it, resource)...)
-	c.recorder.Publish(quotaExceeded(claim, group.Name, it.Name, message))
-	log.FromContext(ctx).Info("organisation quota refused the nodegroup, deleting it", "message", message)
-	if err := c.groups.Delete(ctx, group); err != nil && !apierrors.IsNotFound(err) {
-		// The garbage collector reaps it later: it is owned by a NodeClaim that is going away.
-		log.FromContext(ctx).Error(err, "deleting rejected nodegroup")
-	}
-	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q: %s", group.Name, message))
-}
-
-// atLeastAsLarge lists the flavors that need at least as much of the exceeded resource as the
-// refused one: if 8 vCPU did not fit, 10 will not either, but 4 may.
-func (c *CloudProvider) atLeastAsLarge(refused *cloudprovider.InstanceType, resource string) []string {
-	cpu, mem := refused.Capacity.Cpu(), refused.Capacity.Memory()
-	var out []string
-	for _, it := range c.catalog.InstanceTypes() {
-		switch resource {
-		case "CPU":
-			if it.Capacity.Cpu().Cmp(*cpu) >= 0 {
-				out = append(out, it.Name)
-			}
-		case "RAM":
-			if it.Capacity.Memory().Cmp(*mem) >= 0 {
-				out = append(out, it.Name)
-			}
-		default:
-			if it.Capacity.Cpu().Cmp(*cpu) >= 0 && it.Capacity.Memory().Cmp(*mem) >= 0 {
-				out = append(out, it.Name)
-			}
-		}
-	}
-	return out
 }
 
 // readyNodeClass resolves the claim's CleverNodeClass and insists it is Ready.
@@ -438,7 +365,9 @@ func (c *CloudProvider) toNodeClaim(g *ngv1.NodeGroup, it *cloudprovider.Instanc
 			labels[key] = req.Values()[0]
 		}
 	}
-	for k, v := range g.Spec.Labels {
+	// Only the group's user labels: one built before owned keys were kept out of spec.labels
+	// may carry a class's topology.kubernetes.io/zone, which must not override the flavor's.
+	for k, v := range nodegroup.NodeLabels(g.Spec.Labels, nil) {
 		labels[k] = v
 	}
 	if pool := g.Labels[karpv1.NodePoolLabelKey]; pool != "" {

@@ -59,7 +59,7 @@ func TestCreateLaunchesTheCheapestFittingFlavorAndWaitsForAcceptance(t *testing.
 	g.Expect(r.Claim.Labels).To(HaveKeyWithValue(corev1.LabelTopologyZone, "par"))
 	g.Expect(r.Claim.Labels).To(HaveKeyWithValue(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand))
 	g.Expect(r.Claim.Status.Capacity.Cpu().Value()).To(Equal(int64(6)))
-	g.Expect(r.Claim.Status.Allocatable.Memory().Value()).To(Equal(int64(7937580*1024 - 100*1024*1024)))
+	g.Expect(r.Claim.Status.Allocatable.Memory().Value()).To(Equal(int64(7553664*1024 - 100*1024*1024)))
 }
 
 func TestCreateHonoursRequirements(t *testing.T) {
@@ -184,8 +184,9 @@ func TestGetAndListDegradeAndHideTerminatingGroups(t *testing.T) {
 	f := newFixture(t, g, time.Minute)
 	ctx := context.Background()
 
+	f.retire(t, g, "XL")
 	live := nodegroup.Build(f.newClaim(g, "1", "1Gi"), f.class, "S")
-	retired := nodegroup.Build(f.newClaim(g, "1", "1Gi"), f.class, "XXL-RETIRED")
+	retired := nodegroup.Build(f.newClaim(g, "1", "1Gi"), f.class, "XL")
 	dying := nodegroup.Build(f.newClaim(g, "1", "1Gi"), f.class, "S")
 	dying.Finalizers = []string{"test.clever-cloud.com/hold"}
 	unmanaged := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "pool-manual"}, Spec: ngv1.NodeGroupSpec{Flavor: "S", NodeCount: 3}}
@@ -205,7 +206,7 @@ func TestGetAndListDegradeAndHideTerminatingGroups(t *testing.T) {
 
 	nc, err = f.provider.Get(ctx, "clevercloud://"+retired.Name)
 	g.Expect(err).NotTo(HaveOccurred(), "a flavor that left the catalogue must not fail Get")
-	g.Expect(nc.Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "XXL-RETIRED"))
+	g.Expect(nc.Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "XL"))
 
 	_, err = f.provider.Get(ctx, "clevercloud://"+dying.Name)
 	g.Expect(cloudprovider.IsNodeClaimNotFoundError(err)).To(BeTrue(), "a terminating group reads as gone, got %v", err)
@@ -282,6 +283,7 @@ func TestARetiredFlavorIsDriftButAFullQuotaIsNot(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, g, time.Minute)
 	ctx := context.Background()
+	f.retire(t, g, "XL")
 	claimFor := func(flavor string) *karpv1.NodeClaim {
 		nc := f.newClaim(g, "1", "1Gi")
 		group := nodegroup.Build(nc, f.class, flavor)
@@ -289,10 +291,10 @@ func TestARetiredFlavorIsDriftButAFullQuotaIsNot(t *testing.T) {
 		nc.Status.ProviderID = nodegroup.ProviderID(group.Name)
 		return nc
 	}
-	unknown, listed, dropped := claimFor("XXL-RETIRED"), claimFor("S"), claimFor("L")
+	unknown, listed, dropped := claimFor("XL"), claimFor("S"), claimFor("L")
 
 	// The price API stops listing L; the quota leaves no room at all.
-	g.Expect(f.catalog.SetLive(catalog.Rates{Currency: "EUR", VCPUHourly: 0.00277777777, RAMGBHourly: 0.00555555555}, []string{"2XS", "XS", "S", "M", "XL"})).To(Succeed())
+	g.Expect(f.catalog.SetLive(catalog.Rates{Currency: "EUR", VCPUHourly: 0.00277777777, RAMGBHourly: 0.00555555555}, []string{"2XS", "XS", "S", "M"})).To(Succeed())
 	f.quota.Learn("CPU", 1)
 	f.quota.Observe(quota.Usage{CPU: 1, GB: 1}, nil)
 
@@ -364,7 +366,9 @@ func TestAQuotaRejectionTeachesTheLimit(t *testing.T) {
 	done := f.create(nc)
 	verdict(g, awaitGroup(g, nc.Name), ngv1.PhaseQuotaExceeded, quotaExceeded("Quota exceeded: RAM max: limit = 36.0 GB | actual = 40.0 GB"))
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive())
-	g.Expect(f.quota.Limit()).To(Equal(quota.Limit{GB: 36}))
+	// The message says the memory limit; the vCPU one is CKE's default, which the refusal
+	// (26 vCPU / 40 GB) does not contradict.
+	g.Expect(f.quota.Limit()).To(Equal(quota.Limit{CPU: 40, GB: 36}))
 	h, known := f.quota.Headroom()
 	g.Expect(known).To(BeTrue())
 	g.Expect(h.GB).To(Equal(int64(12)))

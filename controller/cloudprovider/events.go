@@ -19,6 +19,12 @@ const (
 	ReasonAcceptanceTimedOut = "NodeGroupAcceptanceTimedOut"
 	ReasonDeleteRefused      = "NodeGroupDeleteRefused"
 	ReasonQuotaLimited       = "QuotaLimitsFlavors"
+	// ReasonRefused: the operator refused a group for a reason the provider cannot classify.
+	ReasonRefused = "NodeGroupRefused"
+	// ReasonFlavorUnsupported: the apiserver refused the flavor (the served CRD's enum).
+	ReasonFlavorUnsupported = "NodeGroupFlavorUnsupported"
+	// ReasonTransientFailure: the operator reported a failure it retries on its own.
+	ReasonTransientFailure = "NodeGroupTransientFailure"
 )
 
 func quotaLimited(pool *karpv1.NodePool, blocked []string, headroom quota.Usage) events.Event {
@@ -26,7 +32,7 @@ func quotaLimited(pool *karpv1.NodePool, blocked []string, headroom quota.Usage)
 		InvolvedObject: pool,
 		Type:           corev1.EventTypeNormal,
 		Reason:         ReasonQuotaLimited,
-		Message: fmt.Sprintf("Organisation quota headroom is %s (or a flavor was just refused): flavors %s are unavailable until capacity frees",
+		Message: fmt.Sprintf("Organisation quota headroom is %s: flavors %s are unavailable until capacity frees (they do not fit it, were just refused, or would hold fewer of the pending pods in it than the flavors left)",
 			headroomString(headroom), strings.Join(blocked, ", ")),
 		DedupeValues:  []string{pool.Name, strings.Join(blocked, ",")},
 		DedupeTimeout: 5 * time.Minute,
@@ -81,5 +87,39 @@ func deleteRefused(claim *karpv1.NodeClaim, group string) events.Event {
 		Reason:         ReasonDeleteRefused,
 		Message:        fmt.Sprintf("Refusing to delete NodeGroup %s: it carries no owner reference to this NodeClaim", group),
 		DedupeValues:   []string{string(claim.UID)},
+	}
+}
+
+func nodeGroupRefused(claim *karpv1.NodeClaim, group, flavor, reason, message string) events.Event {
+	return events.Event{
+		InvolvedObject: claim,
+		Type:           corev1.EventTypeWarning,
+		Reason:         ReasonRefused,
+		Message:        fmt.Sprintf("The node-group operator refused NodeGroup %s (flavor %s) for a reason the provider does not know (%s): %s; deleting it", group, flavor, reason, message),
+		DedupeValues:   []string{string(claim.UID)},
+	}
+}
+
+func flavorUnsupported(claim *karpv1.NodeClaim, flavor string, err error) events.Event {
+	return events.Event{
+		InvolvedObject: claim,
+		Type:           corev1.EventTypeWarning,
+		Reason:         ReasonFlavorUnsupported,
+		Message:        fmt.Sprintf("The NodeGroup API does not serve flavor %s; offering it as unavailable for %s: %v", flavor, QuotaRejectionTTL, err),
+		DedupeValues:   []string{flavor},
+		DedupeTimeout:  QuotaRejectionTTL,
+	}
+}
+
+// transientFailure is published by Create and by the launch follower for the same state:
+// its dedupe values make the second one a no-op.
+func transientFailure(claim *karpv1.NodeClaim, group string, reason, message string) events.Event {
+	return events.Event{
+		InvolvedObject: claim,
+		Type:           corev1.EventTypeWarning,
+		Reason:         ReasonTransientFailure,
+		Message:        fmt.Sprintf("NodeGroup %s: the node-group operator reports %s (%s) and retries on its own; nothing is deleted, Karpenter's registration timeout is the backstop", group, reason, message),
+		DedupeValues:   []string{string(claim.UID), reason},
+		DedupeTimeout:  10 * time.Minute,
 	}
 }

@@ -19,6 +19,7 @@ import (
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/labels"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
@@ -72,10 +73,17 @@ func TestCleverNodeClassCRDRejectsLabelsTheNodeGroupAPIWouldRefuse(t *testing.T)
 		"node.kubernetes.io/instance-type":   "M",
 		"clever-cloud.com/flavor":            "M",
 		"karpenter.sh/nodepool":              "p",
+		"karpenter.sh/capacity-type":         "spot",
+		"sub.karpenter.sh/x":                 "y",
 		"karpenter.clever-cloud.com/managed": "yes",
-		"bad key":                            "x",
-		"team":                               "not a valid value",
-		"long":                               v1alpha1.LabelValue(fmt.Sprintf("%064d", 0)),
+		// Karpenter sets these from the NodeClaim at registration; a class must not contradict it.
+		"topology.kubernetes.io/zone":            "elsewhere",
+		"topology.kubernetes.io/region":          "elsewhere",
+		"failure-domain.beta.kubernetes.io/zone": "elsewhere",
+		"beta.kubernetes.io/arch":                "arm64",
+		"bad key":                                "x",
+		"team":                                   "not a valid value",
+		"long":                                   v1alpha1.LabelValue(fmt.Sprintf("%064d", 0)),
 	} {
 		t.Run(label, func(t *testing.T) {
 			g := NewWithT(t)
@@ -83,15 +91,21 @@ func TestCleverNodeClassCRDRejectsLabelsTheNodeGroupAPIWouldRefuse(t *testing.T)
 			err := kube.Create(ctx, class)
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
 			g.Expect(err.Error()).To(ContainSubstring("spec.labels"))
+			// The CRD and the controller refuse the same keys, and the refusal names the label.
+			g.Expect(labels.Check(label, string(value))).To(HaveOccurred())
+			if labels.IsOwned(label) {
+				g.Expect(err.Error()).To(ContainSubstring("label " + label + " is owned by"))
+			}
 		})
 	}
 	g := NewWithT(t)
 	ok := &v1alpha1.CleverNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name("valid")}, Spec: v1alpha1.CleverNodeClassSpec{Labels: map[string]v1alpha1.LabelValue{
 		"team": "platform", "example.com/tier": "gold", "topology.kubernetes.io/rack": "r1", "empty": "",
+		"notkarpenter.sh/x": "y", "my.clever-cloud.com/x": "y",
 	}}}
 	g.Expect(kube.Create(ctx, ok)).To(Succeed())
 	for k, v := range ok.Spec.LabelMap() {
-		g.Expect(nodegroup.Admissible(k, v)).To(BeTrue(), "the CRD admitted %s=%s, so the NodeGroup API must too", k, v)
+		g.Expect(labels.Check(k, v)).To(Succeed(), "the CRD admitted %s=%s, so the controller must too", k, v)
 	}
 }
 

@@ -65,7 +65,7 @@ func run(m *testing.M) int {
 		Register(context.Context, ctrl.Manager) error
 	}{
 		nodeclass.New(mgr.GetClient(), mgr.GetRESTMapper(), nil),
-		providerid.New(mgr.GetClient(), events),
+		providerid.New(mgr.GetClient(), mgr.GetAPIReader(), events),
 		capacity.New(mgr.GetClient(), flavors),
 		quotausage.New(mgr.GetClient(), flavors, tracker),
 	} {

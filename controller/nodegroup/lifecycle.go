@@ -51,25 +51,31 @@ func (c *Client) Create(ctx context.Context, g *ngv1.NodeGroup) (*ngv1.NodeGroup
 	return existing, nil
 }
 
-// Wait returns the platform's verdict on a group, driven by watch events; it gives up with
-// TimedOut after timeout. The last seen state of the group is returned with the verdict.
+// Wait returns the operator's decision on a group, driven by watch events: Launched
+// (Creating) or Synced, a refusal, a transient failure, or Vanished; it gives up with TimedOut
+// after timeout. The decision is the operator's first status write, about 1 s after creation
+// on today's platform, so Wait does not wait for the VM. The last seen state of the group is
+// returned with the verdict.
 func (c *Client) Wait(ctx context.Context, name string, timeout time.Duration) (Verdict, *ngv1.NodeGroup, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last *ngv1.NodeGroup
+	// accepted remembers, across events and re-opened watches, that the operator accepted
+	// the group: an unknown failure after that is transient, not a refusal.
+	accepted := false
 	for {
 		// A watch without a resourceVersion first replays the current object as ADDED, so
-		// a verdict that landed before the watch started is not missed.
+		// a decision that landed before the watch started is not missed.
 		w, err := c.watcher.Watch(ctx, &ngv1.NodeGroupList{}, client.MatchingFieldsSelector{
 			Selector: fields.OneTermEqualSelector("metadata.name", name),
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				return Verdict{Outcome: TimedOut}, last, nil
+				return Verdict{Outcome: TimedOut, Accepted: accepted}, last, nil
 			}
 			return Verdict{}, last, fmt.Errorf("watching nodegroup %q: %w", name, err)
 		}
-		v, seen, done := c.consume(ctx, w)
+		v, seen, done := c.consume(ctx, w, &accepted)
 		w.Stop()
 		if seen != nil {
 			last = seen
@@ -78,7 +84,7 @@ func (c *Client) Wait(ctx context.Context, name string, timeout time.Duration) (
 			return v, last, nil
 		}
 		if ctx.Err() != nil {
-			return Verdict{Outcome: TimedOut}, last, nil
+			return Verdict{Outcome: TimedOut, Accepted: accepted}, last, nil
 		}
 		// The server closed the watch (timeout, restart): confirm the group still exists
 		// before watching again, since a deletion may have happened in between.
@@ -88,7 +94,7 @@ func (c *Client) Wait(ctx context.Context, name string, timeout time.Duration) (
 	}
 }
 
-func (c *Client) consume(ctx context.Context, w watch.Interface) (Verdict, *ngv1.NodeGroup, bool) {
+func (c *Client) consume(ctx context.Context, w watch.Interface, accepted *bool) (Verdict, *ngv1.NodeGroup, bool) {
 	var last *ngv1.NodeGroup
 	for {
 		select {
@@ -106,7 +112,9 @@ func (c *Client) consume(ctx context.Context, w watch.Interface) (Verdict, *ngv1
 			if ev.Type == watch.Deleted {
 				return Verdict{Outcome: Vanished, Message: "the NodeGroup was deleted"}, last, true
 			}
-			if v := Judge(g); v.Outcome != Pending {
+			v := JudgeAfter(g, *accepted)
+			*accepted = v.Accepted
+			if v.Outcome.Decided() {
 				return v, last, true
 			}
 		}

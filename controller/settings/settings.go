@@ -46,10 +46,18 @@ type Settings struct {
 	// FlavorsConfigPath is the path of a YAML list of per-flavor overrides. The bundle sets it
 	// when settings.flavors is not empty.
 	FlavorsConfigPath string `json:"-" env:"FLAVORS_CONFIG_PATH" default:""`
-	// AcceptanceTimeout bounds how long Create waits for the node-group operator to accept
-	// or reject a NodeGroup; past it the launch proceeds and Karpenter's registration TTL
-	// is the backstop.
-	AcceptanceTimeout Duration `json:"acceptanceTimeout" env:"NODEGROUP_ACCEPTANCE_TIMEOUT" default:"60s"`
+	// AcceptanceTimeout bounds how long Create waits for the node-group operator's decision
+	// on a NodeGroup (accepted and Creating, or refused); past it the launch proceeds, and the
+	// launch follower acts on a decision published later. The decision is the operator's
+	// first status write, about 1 s after creation, and core's cluster state stays unsynced
+	// (no provisioning, no disruption cluster-wide) while Create waits: a few seconds covers
+	// a slow operator without stalling the cluster.
+	AcceptanceTimeout Duration `json:"acceptanceTimeout" env:"NODEGROUP_ACCEPTANCE_TIMEOUT" default:"10s"`
+	// SyncOverdueAfter is how long after its creation a launched NodeGroup may stay short of
+	// Synced before the launch follower reports it (gauge and NodeClaim event; nothing is
+	// deleted). Live groups sync in 38–58 s and one took 6 min 30 s and then worked: 10 min
+	// leaves that outlier alone and still warns 5 min before core's registration timeout.
+	SyncOverdueAfter Duration `json:"syncOverdueAfter" env:"NODEGROUP_SYNC_OVERDUE_AFTER" default:"10m"`
 	// Pricing configures the dynamic price and flavor refresher.
 	Pricing Pricing `json:"pricing"`
 	// Quota is the organisation quota, control plane included, when you know it. Zero means

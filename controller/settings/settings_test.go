@@ -60,7 +60,8 @@ func TestDefaultsAreTheDocumentedOnes(t *testing.T) {
 		BatchIdleDuration:     dur(time.Second),
 		FeatureGates:          "NodeRepair=false",
 		FlavorsConfigPath:     "",
-		AcceptanceTimeout:     dur(60 * time.Second),
+		AcceptanceTimeout:     dur(10 * time.Second),
+		SyncOverdueAfter:      dur(10 * time.Minute),
 		Pricing: Pricing{
 			Enabled:              false,
 			RefreshPeriod:        dur(12 * time.Hour),
@@ -149,6 +150,7 @@ func TestEveryValueIsRead(t *testing.T) {
 		FeatureGates:          "NodeRepair=true,SpotToSpotConsolidation=false",
 		FlavorsConfigPath:     "/etc/karpenter/flavors/flavors.yaml",
 		AcceptanceTimeout:     dur(2 * time.Minute),
+		SyncOverdueAfter:      dur(10 * time.Minute),
 		Pricing: Pricing{
 			Enabled:              true,
 			RefreshPeriod:        dur(30 * time.Minute),
