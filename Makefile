@@ -74,6 +74,10 @@ fuzz: ## Fuzz the price-API decoders, the quota-message parser and the label rul
 e2e: sim-bin ## Run the end-to-end suite only (the shipped bundle and binary on the simulated CKE).
 	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) go test -count=1 -timeout 30m -v ./test/e2e/
 
+.PHONY: conformance
+conformance: sim-bin ## Run Karpenter core's own e2e suites (regression, disruption) on the simulated CKE; writes docs/conformance/ (CONFORMANCE_FULL=1 adds long timers).
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) go run ./test/conformance/cmd/conformance
+
 .PHONY: demo
 demo: ## Tell the provider's story on the simulated CKE, then tear down (DEMO_FLAGS=--keep to explore).
 	go run ./sim/cmd/demo $(DEMO_FLAGS)
@@ -84,12 +88,16 @@ help:
 
 ##@ Benchmarks
 
+# Simulator profiles for `make bench`: live (CKE's measured timings), fast, or both (every
+# scenario on live, the ones with targets on fast too).
+BENCH_PROFILE ?= both
+
 .PHONY: bench
-bench: sim-bin ## Run every benchmark scenario on the simulated CKE (< 15 min); writes docs/bench/.
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) BENCH_OUT=docs/bench go test -tags bench -count=1 -timeout 20m -run 'TestBench$$' -v ./test/bench
+bench: sim-bin ## Run every benchmark scenario on the simulated CKE, live profile and fast beside it (~20 min); writes docs/bench/.
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) BENCH_OUT=docs/bench BENCH_PROFILE=$(BENCH_PROFILE) go test -tags bench -count=1 -timeout 40m -run 'TestBench$$' -v ./test/bench
 
 .PHONY: bench-smoke
-bench-smoke: sim-bin ## One tiny benchmark scenario (< 1 min), report in bin/bench-smoke/.
+bench-smoke: sim-bin ## One tiny benchmark scenario on the fast profile (< 1 min), report in bin/bench-smoke/.
 	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) BENCH_OUT=bin/bench-smoke go test -count=1 -timeout 5m -run 'TestSmoke$$' -v ./test/bench
 
 ##@ Release

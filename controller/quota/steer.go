@@ -37,7 +37,7 @@ func (d Demand) fits(room Demand) bool { return d.MilliCPU <= room.MilliCPU && d
 // itself Karpenter packs ten of them onto an M (10 vCPU / 16 GB) that takes every GB left and
 // strands 14 vCPU; four 2XS (three pods each) or two XS (six each) hold all twelve.
 func Steer(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) []string {
-	if len(pending) == 0 {
+	if len(pending) == 0 || !binds(headroom, flavors, pending, overhead) {
 		return nil
 	}
 	pods := slices.Clone(pending)
@@ -70,6 +70,29 @@ func Steer(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) 
 		return nil
 	}
 	return out
+}
+
+// binds says whether the headroom may be too small for the pending pods: it is not when every
+// pod could have a node of its own, of the smallest flavor that holds it, within the headroom.
+// Steering then has nothing to win, and hiding flavors would only narrow Karpenter's choice
+// (a pool's minValues, a pod only a large flavor holds).
+func binds(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) bool {
+	var need Usage
+	for _, p := range pending {
+		smallest := -1
+		for i, f := range flavors {
+			if f.Size.CPU <= 0 || f.Size.GB <= 0 || !p.fits(f.Allocatable.sub(overhead)) {
+				continue
+			}
+			if smallest < 0 || f.Size.CPU+f.Size.GB < flavors[smallest].Size.CPU+flavors[smallest].Size.GB {
+				smallest = i
+			}
+		}
+		if smallest >= 0 {
+			need = need.Add(flavors[smallest].Size)
+		}
+	}
+	return !need.FitsIn(headroom)
 }
 
 // pack places pods first-fit onto that many identical nodes and returns how many it placed.

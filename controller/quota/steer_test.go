@@ -66,9 +66,22 @@ func TestSteer(t *testing.T) {
 			pending: pods(12, 1000, gi),
 		},
 		{
-			// Only an M or larger holds a 9 CPU pod, and only an M fits the headroom.
-			name: "a pod only a larger flavor holds", headroom: quota.Usage{CPU: 24, GB: 16},
-			pending: pods(1, 9000, 10*gi), want: []string{"M"},
+			// Only an M or larger holds a 9 CPU pod, and an M fits the headroom: Karpenter
+			// finds it alone; hiding the other flavors would win nothing.
+			name: "a pod only a larger flavor holds, within the headroom", headroom: quota.Usage{CPU: 24, GB: 16},
+			pending: pods(1, 9000, 10*gi),
+		},
+		{
+			// A node of its own for every pod fits the headroom (examples/min-values.yaml
+			// with a raised quota): steering would only break the pool's minValues.
+			name: "every pod could have its own node", headroom: quota.Usage{CPU: 150, GB: 140},
+			pending: append(pods(1, 9000, gi), pods(3, 1000, gi)...),
+		},
+		{
+			// Ten 1 CPU pods and a 9 CPU one against 24 / 16: one M holds the large pod and
+			// takes every GB, 2XS or XS nodes would hold the ten others.
+			name: "binding headroom, mixed pods", headroom: quota.Usage{CPU: 24, GB: 16},
+			pending: append(pods(1, 9000, gi), pods(10, 1000, gi)...), want: []string{"2XS", "XS"},
 		},
 		{
 			// Daemon sets take 1 CPU per node: a 2XS holds three 1 CPU pods, an XS five.

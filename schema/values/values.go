@@ -68,6 +68,12 @@ type Values struct {
 	Service Service `json:"service"`
 	// ServiceMonitor is for the Prometheus operator; its CRD must exist when enabled.
 	ServiceMonitor ServiceMonitor `json:"serviceMonitor"`
+	// PrometheusRule holds the alerts on this provider's failure modes (docs/alerts.md), for
+	// the Prometheus operator; its CRD must exist when enabled.
+	PrometheusRule PrometheusRule `json:"prometheusRule"`
+	// Dashboard is a Grafana dashboard in a ConfigMap that Grafana's dashboard sidecar
+	// discovers by label.
+	Dashboard Dashboard `json:"dashboard"`
 	// NetworkPolicy restricts the controller's traffic to what it needs.
 	NetworkPolicy NetworkPolicy `json:"networkPolicy"`
 	// ServiceAccount of the controller.
@@ -128,6 +134,32 @@ type ServiceMonitor struct {
 	Interval string `json:"interval" jsonschema:"pattern=^([0-9]+(ms|s|m|h))+$"`
 	// Labels the Prometheus instance selects ServiceMonitors by.
 	Labels map[string]string `json:"labels"`
+}
+
+// PrometheusRule is a monitoring.coreos.com/v1 PrometheusRule with the provider's alerts.
+type PrometheusRule struct {
+	// Enabled renders the PrometheusRule.
+	Enabled bool `json:"enabled"`
+	// Labels the Prometheus instance selects rules by (its ruleSelector).
+	Labels map[string]string `json:"labels"`
+	// RunbookURL is the page each alert's runbook_url annotation points into, one anchor per
+	// alert; point it at a copy of docs/alerts.md your on-call reads.
+	RunbookURL string `json:"runbookURL" jsonschema:"pattern=^https?://"`
+}
+
+// Dashboard is the Grafana dashboard ConfigMap.
+type Dashboard struct {
+	// Enabled renders the ConfigMap.
+	Enabled bool `json:"enabled"`
+	// Namespace of the ConfigMap; empty puts it with the controller. Grafana's sidecar often
+	// watches its own namespace only.
+	Namespace string `json:"namespace" jsonschema:"pattern=^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$,maxLength=63"`
+	// Labels added to the ConfigMap, beside grafana_dashboard: "1" which the sidecar
+	// discovers dashboards by.
+	Labels map[string]string `json:"labels"`
+	// Folder is the Grafana folder the sidecar files the dashboard in (its grafana_folder
+	// annotation); empty leaves it to the sidecar's default.
+	Folder string `json:"folder"`
 }
 
 // NetworkPolicy admits scrapes and probes in, and lets the controller reach the Kubernetes

@@ -53,7 +53,12 @@ func TestProvision(t *testing.T) {
 	Expect(g.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClassHash, class.Hash()))
 	Expect(g.Spec.Labels).To(HaveKeyWithValue("example.com/team", "platform"))
 	Expect(g.Spec.Taints).To(ContainElement(ngv1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}))
-	Expect(g.Status.Phase).To(Equal("Synced"))
+	// The node registers while the group is still Creating (cke-platform.md §1): Synced follows.
+	Eventually(func() (string, error) {
+		got := &ngv1.NodeGroup{}
+		err := env.Client.Get(s.Ctx, client.ObjectKeyFromObject(&g), got)
+		return got.Status.Phase, err
+	}).WithTimeout(30 * time.Second).Should(Equal(ngv1.PhaseSynced))
 
 	node := &corev1.Node{}
 	Expect(env.Client.Get(s.Ctx, client.ObjectKey{Name: ngv1.NodeName(g.Name, 0)}, node)).To(Succeed())
