@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
@@ -27,7 +28,7 @@ type Timeline struct {
 	Nodes  map[string]*NodeTimes
 	// changed is signalled (non-blocking) on every recorded change.
 	changed chan struct{}
-	// lastFleetChange is when a NodeClaim or NodeGroup last appeared, was accepted, started
+	// lastFleetChange is when a NodeClaim or NodeGroup last appeared, was decided, started
 	// deleting or went.
 	lastFleetChange time.Time
 }
@@ -39,19 +40,22 @@ type PodTimes struct {
 	Deleted                                bool
 }
 
-// ClaimTimes are the steps of one NodeClaim.
+// ClaimTimes are the steps of one NodeClaim. ProviderID is when its provider ID was first
+// seen: until then Karpenter core's cluster state is not synced.
 type ClaimTimes struct {
-	Created, Launched, Registered, Initialized, Deleting time.Time
-	Node                                                 string
-	Gone                                                 bool
+	Created, ProviderID, Launched, Registered, Initialized, Deleting time.Time
+	Node                                                             string
+	Gone                                                             bool
 }
 
-// GroupTimes are the steps of one NodeGroup.
+// GroupTimes are the steps of one NodeGroup. Decided is the operator's first status write
+// when it launches (phase Creating; Synced if the bench saw nothing earlier), Rejected its
+// QuotaExceeded; Synced comes tens of seconds after the node joined (cke-platform.md §6).
 type GroupTimes struct {
-	Created, Accepted, Rejected, Deleting time.Time
-	Flavor                                string
-	Gone                                  bool
-	Managed                               bool
+	Created, Decided, Synced, Rejected, Deleting time.Time
+	Flavor                                       string
+	Gone                                         bool
+	Managed                                      bool
 }
 
 // NodeTimes are the steps of one Node.
@@ -172,6 +176,9 @@ func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
 			}
 		}()
 		set(&c.Created, now)
+		if o.Status.ProviderID != "" {
+			set(&c.ProviderID, now)
+		}
 		conds := o.StatusConditions()
 		if conds.Get(karpv1.ConditionTypeLaunched).IsTrue() {
 			set(&c.Launched, now)
@@ -197,7 +204,7 @@ func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
 		}
 		before := *g
 		defer func() {
-			if g.Deleting != before.Deleting || g.Gone != before.Gone || g.Created != before.Created || g.Accepted != before.Accepted {
+			if g.Deleting != before.Deleting || g.Gone != before.Gone || g.Created != before.Created || g.Decided != before.Decided {
 				tl.lastFleetChange = now
 			}
 		}()
@@ -205,9 +212,11 @@ func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
 		g.Flavor = o.Spec.Flavor
 		g.Managed = g.Managed || o.Labels[karpv1.NodePoolLabelKey] != ""
 		switch o.Status.Phase {
-		case "Creating", "Synced":
-			// Today's operator accepts with Creating; Synced comes 38–58 s later.
-			set(&g.Accepted, now)
+		case "Creating":
+			set(&g.Decided, now)
+		case "Synced":
+			set(&g.Decided, now)
+			set(&g.Synced, now)
 		case "QuotaExceeded":
 			set(&g.Rejected, now)
 		}
@@ -255,6 +264,48 @@ func (tl *Timeline) noneDeleting() bool {
 		}
 	}
 	return true
+}
+
+// withoutProviderID is how long, between from and to, at least one NodeClaim created in
+// that stretch had no provider ID (locked): the union of created → provider ID (or deletion,
+// or to) over those claims.
+func (tl *Timeline) withoutProviderID(from, to time.Time) time.Duration {
+	type span struct{ a, b time.Time }
+	var spans []span
+	for _, c := range tl.Claims {
+		if c.Created.Before(from) {
+			continue
+		}
+		end := to
+		for _, t := range []time.Time{c.ProviderID, c.Deleting} {
+			if !t.IsZero() && t.Before(end) {
+				end = t
+			}
+		}
+		if end.After(c.Created) {
+			spans = append(spans, span{c.Created, end})
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].a.Before(spans[j].a) })
+	var total time.Duration
+	var cur *span
+	for i := range spans {
+		switch {
+		case cur == nil:
+			cur = &spans[i]
+		case !spans[i].a.After(cur.b):
+			if spans[i].b.After(cur.b) {
+				cur.b = spans[i].b
+			}
+		default:
+			total += cur.b.Sub(cur.a)
+			cur = &spans[i]
+		}
+	}
+	if cur != nil {
+		total += cur.b.Sub(cur.a)
+	}
+	return total
 }
 
 // Read calls fn with the timeline locked.
