@@ -441,6 +441,13 @@ func (t *Tracker) Refused(group string, u Usage) Refusal {
 	t.refusedGroups[group] = reservation{usage: u, at: now}
 	t.closeWindowLocked()
 
+	// A refusal at a use the proofs said fits, in every resource, means the quota was lowered
+	// since (or another consumer appeared): the proofs are history. Only what runs now, still
+	// accepted, bounds the limit from below.
+	if floor := t.floorLocked(); point.FitsIn(floor) && floor != (Usage{}) {
+		t.floorCPU, t.floorGB = stamp{}, stamp{}
+		t.raiseFloorLocked()
+	}
 	prior := t.priorLocked()
 	ttl := LearnedLimitTTL
 	if point.FitsIn(Usage(prior)) {
@@ -558,6 +565,19 @@ func (t *Tracker) Headroom() (Usage, bool) {
 }
 
 const unbounded = int64(1) << 40
+
+// ProvisionalHeadroom is what is left of the limit launches are admitted against while no
+// limit is in force (CKE's default raised to the proven use, a stated part where stated), and
+// whether that limit is provisional: false when a limit is in force (use Headroom).
+func (t *Tracker) ProvisionalHeadroom() (Usage, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l := t.limitLocked(); l.CPU > 0 || l.GB > 0 {
+		return Usage{}, false
+	}
+	h, _ := t.headroomAgainst(t.provisionalLocked())
+	return h, true
+}
 
 func (t *Tracker) headroomLocked() (Usage, bool) {
 	return t.headroomAgainst(t.limitLocked())

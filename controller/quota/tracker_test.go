@@ -256,18 +256,25 @@ func TestARefusalPinsTheResourceAProofLeavesOpen(t *testing.T) {
 	g.Expect(r.Resource).To(Equal("RAM"))
 }
 
-func TestARefusalTheProvenUseContradictsIsNotExplained(t *testing.T) {
+func TestARefusalTheProvenUseContradictsRetiresTheProofs(t *testing.T) {
 	g := NewWithT(t)
-	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{})
+	clk := clocktesting.NewFakeClock(time.Now())
+	tr := quota.NewTracker(clk, quota.Limit{})
 	observeProven(tr, quota.Usage{CPU: 40, GB: 40}) // accepted a moment ago
 	observeProven(tr, controlPlane)                 // since scaled down
 	ok, _ := tr.Admit("2xs", f2XS)
 	g.Expect(ok).To(BeTrue())
-	// 20 vCPU / 28 GB refused though 40 / 40 was accepted: a reservation leaked upstream.
+	// 20 vCPU / 28 GB refused though 40 / 40 was accepted: the quota was lowered since, or a
+	// reservation leaked upstream. Either way, launching on the old proof would only cycle
+	// create → reject → delete (and leak more): what runs now is all that is still proven.
 	r := tr.Refused("2xs", f2XS)
-	g.Expect(r.Explained).To(BeFalse())
-	g.Expect(r.Resource).To(BeEmpty())
-	g.Expect(r.Limit).To(Equal(quota.Limit{CPU: 40, GB: 40}), "what was proven stands")
+	g.Expect(r.Explained).To(BeTrue())
+	g.Expect(tr.Proven()).To(Equal(controlPlane))
+	g.Expect(r.Limit).To(Equal(quota.Limit{CPU: 40, GB: 27}))
+	g.Expect(r.Resource).To(Equal("RAM"))
+	// Below CKE's default, the refusal is trusted briefly: a leak costs minutes, not more.
+	clk.Step(quota.LowRefusalTTL + time.Second)
+	g.Expect(tr.Limit()).To(Equal(quota.Limit{}))
 }
 
 func TestAGroupDeletedWhileBeingBuiltIsChargedWhileItsReservationLeaks(t *testing.T) {

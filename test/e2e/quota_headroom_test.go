@@ -121,11 +121,11 @@ func TestRaisedQuotaIsClimbedWithoutRefusals(t *testing.T) {
 // flavors that make the most of the headroom (2XS, three pods each, or XS, six), so every pod
 // runs. Known quota: not one NodeGroup refused. Unknown quota: one, the launch beyond CKE's
 // default that teaches it — the refusal says nothing, the limit is inferred.
-func TestTheHeadroomHoldsEveryPodItCanWithTheQuotaConfigured(t *testing.T) {
+func TestQuotaConfiguredHeadroomHoldsEveryPod(t *testing.T) {
 	headroomEpisode(t, map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "40", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "40"}, 0)
 }
 
-func TestTheHeadroomHoldsEveryPodItCanWithTheQuotaInferred(t *testing.T) {
+func TestQuotaInferredHeadroomHoldsEveryPod(t *testing.T) {
 	headroomEpisode(t, nil, 1)
 }
 

@@ -34,7 +34,11 @@ func TestQuota(t *testing.T) {
 	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom)`,
 		// and every pod it cannot place while every flavor is marked unavailable.
 		`could not schedule pod.*all available instance types`)
+	// The quota is lowered to 32 GB here, under a controller that may have seen 40 GB accepted
+	// in an earlier scenario (a proof it keeps for 15 minutes): start from one that knows
+	// nothing, as a cluster whose quota was always 32 GB would.
 	env.Cluster.Operator().Configure(func(o *operator.Options) { o.QuotaRAMGB = 32 })
+	s.RestartController(nil)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
 	d := s.Deployment("overflow", pool.Name, 4, "1", "1Gi", harness.OnePerNode)

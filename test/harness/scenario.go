@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"regexp"
 	"slices"
 	"sort"
@@ -54,7 +55,9 @@ func (e *Env) Scenario(t *testing.T) *Scenario {
 	t.Helper()
 	name := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(strings.TrimPrefix(t.Name(), "Test")), "-"), "-")
 	if len(name) > 40 {
-		name = strings.TrimRight(name[:40], "-")
+		// Two long test names may share their first 40 characters: the hash of the whole name
+		// keeps their namespaces apart.
+		name = fmt.Sprintf("%s-%08x", strings.TrimRight(name[:31], "-"), crc32.ChecksumIEEE([]byte(t.Name())))
 	}
 	s := &Scenario{
 		T: t, Env: e, G: gomega.NewWithT(t), Ctx: context.Background(),
