@@ -1,0 +1,77 @@
+// Command conformance is `make conformance`: Karpenter core's own end-to-end suites against
+// the provider on the simulated CKE, report in docs/conformance/. CONFORMANCE_FULL=1 also
+// runs the specs that wait on core's long timers and writes full.{md,json} instead of
+// report.{md,json}.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/conformance"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+)
+
+func main() {
+	out := flag.String("out", filepath.Join(harness.ModuleRoot(), "docs", "conformance"), "report folder")
+	work := flag.String("work", "", "work folder (suite binaries, logs, controller log); a new one under bin/conformance by default")
+	suites := flag.String("suites", strings.Join(conformance.Suites, ","), "suites to run, comma-separated")
+	bins := flag.String("bin", "", "folder of prebuilt suite binaries <suite>.test (built from test/conformance/suites when empty)")
+	focus := flag.String("focus", "", "only the specs matching this ginkgo focus regexp (the report is then not written to -out unless -out is given)")
+	flag.Parse()
+	logf.SetLogger(logr.Discard())
+	full := os.Getenv("CONFORMANCE_FULL") == "1"
+
+	dir := *work
+	if dir == "" {
+		dir = filepath.Join(harness.ModuleRoot(), "bin", "conformance", time.Now().UTC().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fail(err)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	say := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "%s conformance: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+	rep, err := conformance.Run(ctx, conformance.Config{
+		Suites: strings.Split(*suites, ","), Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Logf: say,
+	})
+	if rep != nil && len(rep.Suites) > 0 {
+		base := "report"
+		if full {
+			base = "full"
+		}
+		if *focus != "" {
+			base = "subset"
+		}
+		if werr := rep.Write(*out, base); werr != nil {
+			fail(werr)
+		}
+		t := rep.Total()
+		say("report in %s/%s.md; work folder %s", *out, base, dir)
+		// The plain closing line CI readers count.
+		fmt.Printf("conformance: %d passed, %d failed, %d skipped\n", t.Passed, t.Failed, t.Skipped)
+		if t.Failed > 0 && err == nil {
+			os.Exit(1)
+		}
+	}
+	if err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "conformance:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,217 @@
+// Package conformance runs Karpenter core's own end-to-end suites (sigs.k8s.io/karpenter
+// test/suites/regression and disruption, at the version go.mod pins) unmodified against the
+// provider on the simulated CKE, and reports every spec: passed, failed, or skipped with the
+// reason. The suites are built into test binaries from the module cache (test/conformance/
+// suites is a module of its own that pins them); the cluster, the bundle and the controller
+// are the e2e harness's (test/harness): the shipped bundle applied to a real apiserver and the
+// controller binary run under the bundle's ServiceAccount with the Deployment's environment.
+//
+// `make conformance` runs everything applicable (cmd/conformance); CONFORMANCE_FULL=1 adds
+// the specs that wait on core's long timers. TestConformanceSubset, part of `make test`, runs
+// a representative subset.
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+)
+
+// KarpenterVersion is the core version whose suites run; test/conformance/suites/go.mod and
+// the repository's go.mod pin the same.
+const KarpenterVersion = "v1.15.0"
+
+// Suites are the suites `make conformance` runs, in order.
+var Suites = []string{"regression", "disruption"}
+
+// RepairCondition is the --repair-condition the Repair specs inject: what a kubelet whose
+// node has gone bad reports (Ready=False, reason KubeletNotReady), which the provider's
+// RepairPolicy replaces after 10 minutes (the specs backdate it by a day). The simulated
+// kubelet keeps a node so reported NotReady instead of healing it at once.
+const RepairCondition = "Ready=False/KubeletNotReady"
+
+// FeatureGates is the controller's FEATURE_GATES for the run: the bundle's defaults plus the
+// gates a user turns on to use what the suites exercise (node repair, static capacity,
+// capacity buffers). ReservedCapacity stays off: CKE has no reservations.
+const FeatureGates = "NodeRepair=true,ReservedCapacity=false,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=true,CapacityBuffer=true"
+
+// QuotaLifted is the simulated organisation quota (vCPU and GB): high enough that no spec
+// meets it, as on an organisation with a raised quota (cke-platform.md §5).
+const QuotaLifted = 100000
+
+// SimOptions is the simulated CKE of a conformance run: the fast profile with the quota
+// lifted and no control-plane Node. Every suite spec starts by asserting that each Node
+// already in the cluster is tainted ("system pool" nodes); CKE's control-plane nodes are
+// schedulable and untainted, and some CKE clusters show none (worker-only topology,
+// cke-platform.md §2): that topology is the one the suites can run on.
+func SimOptions() sim.Options {
+	o := sim.FastOptions()
+	o.ControlPlaneNodes = 0
+	o.Operator.QuotaCPU, o.Operator.QuotaRAMGB = QuotaLifted, QuotaLifted
+	return o
+}
+
+// Config shapes a run.
+type Config struct {
+	// Suites to run; Suites by default.
+	Suites []string
+	// Full also runs the specs that wait on long timers (CONFORMANCE_FULL=1).
+	Full bool
+	// Focus, if set, is a --ginkgo.focus regexp: only matching specs run.
+	Focus string
+	// WorkDir receives the suite binaries, their logs and JSON reports, and the harness's
+	// files (controller log). Required.
+	WorkDir string
+	// BinDir holds prebuilt suite binaries <suite>.test; they are built into WorkDir when
+	// empty.
+	BinDir string
+	// Timeout bounds each suite binary (ginkgo's --ginkgo.timeout); 4h by default.
+	Timeout time.Duration
+	Logf    func(format string, args ...any)
+}
+
+func (c Config) logf(format string, args ...any) {
+	if c.Logf != nil {
+		c.Logf(format, args...)
+	}
+}
+
+// ModuleDir is test/conformance in the repository.
+func ModuleDir() string { return filepath.Join(harness.ModuleRoot(), "test", "conformance") }
+
+// BuildSuite builds a suite's test binary from the pinned module into out.
+func BuildSuite(ctx context.Context, suite, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", out, "sigs.k8s.io/karpenter/test/suites/"+suite)
+	cmd.Dir = filepath.Join(ModuleDir(), "suites")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building Karpenter core's %s suite (go test -c in %s): %w\n%s", suite, cmd.Dir, err, b)
+	}
+	return nil
+}
+
+// Run builds the suites, starts the simulated CKE with the bundle and the controller, runs
+// each suite binary against it and returns the report. A suite that fails specs is not an
+// error; a suite that cannot run is.
+func Run(ctx context.Context, cfg Config) (_ *Report, retErr error) {
+	if cfg.WorkDir == "" {
+		return nil, errors.New("conformance: Config.WorkDir is required")
+	}
+	if len(cfg.Suites) == 0 {
+		cfg.Suites = Suites
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 4 * time.Hour
+	}
+	rep := &Report{
+		Mode: "applicable specs", Karpenter: KarpenterVersion, Commit: commit(), Started: time.Now(), Focus: cfg.Focus,
+		Simulator: fmt.Sprintf("fast profile (decision 200 ms, node joined 1 s, Synced 2–3 s, teardown 1 s), quota lifted to %d vCPU / %d GB, "+
+			"no control-plane Node (worker-only topology)", QuotaLifted, QuotaLifted),
+		Controller: fmt.Sprintf("the bundle's Deployment environment, FEATURE_GATES=%s; suites given --repair-condition=%s", FeatureGates, RepairCondition),
+	}
+	if cfg.Full {
+		rep.Mode = "CONFORMANCE_FULL=1: applicable specs and long timers"
+	}
+	if cfg.Focus != "" {
+		rep.Mode = "subset"
+	}
+	binDir := cfg.BinDir
+	if binDir == "" {
+		binDir = cfg.WorkDir
+		for _, s := range cfg.Suites {
+			step := time.Now()
+			if err := BuildSuite(ctx, s, filepath.Join(binDir, s+".test")); err != nil {
+				return nil, err
+			}
+			cfg.logf("built the %s suite in %s", s, time.Since(step).Round(100*time.Millisecond))
+		}
+	}
+
+	so := SimOptions()
+	env, err := harness.Start(ctx, harness.Options{
+		Sim: &so, WorkDir: cfg.WorkDir, Logf: cfg.Logf,
+		Env: map[string]string{"FEATURE_GATES": FeatureGates},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the simulated CKE with the provider: %w", err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			retErr = errors.Join(retErr, fmt.Errorf("stopping the simulated CKE: %w", err))
+		}
+	}()
+
+	for _, s := range cfg.Suites {
+		res, err := runSuite(ctx, cfg, env, s, filepath.Join(binDir, s+".test"))
+		if err != nil {
+			return rep, err
+		}
+		c := res.Count()
+		cfg.logf("%s: %d passed, %d failed, %d skipped in %s", s, c.Passed, c.Failed, c.Skipped,
+			time.Duration(res.Seconds*float64(time.Second)).Round(time.Second))
+		rep.Suites = append(rep.Suites, res)
+		if !env.Controller().Running() {
+			return rep, fmt.Errorf("the controller died during the %s suite; log tail:\n%s", s, env.Controller().Tail(30))
+		}
+	}
+	rep.Seconds = round(time.Since(rep.Started).Seconds())
+	return rep, nil
+}
+
+func runSuite(ctx context.Context, cfg Config, env *harness.Env, suite, bin string) (SuiteResult, error) {
+	skips := activeSkips(suite, cfg.Full)
+	jsonPath := filepath.Join(cfg.WorkDir, suite+".json")
+	logPath := filepath.Join(cfg.WorkDir, suite+".log")
+	args := []string{
+		"-test.v", "-test.timeout=0",
+		"--ginkgo.json-report=" + jsonPath,
+		"--ginkgo.timeout=" + cfg.Timeout.String(),
+		"--ginkgo.no-color", "--ginkgo.v",
+		"-default-nodeclass=" + filepath.Join(ModuleDir(), "nodeclass.yaml"),
+		"-default-nodepool=" + filepath.Join(ModuleDir(), "nodepool.yaml"),
+	}
+	if suite == "disruption" {
+		args = append(args, "-repair-condition="+RepairCondition)
+	}
+	if re := skipRegexp(skips); re != "" {
+		args = append(args, "--ginkgo.skip="+re)
+	}
+	if cfg.Focus != "" {
+		args = append(args, "--ginkgo.focus="+cfg.Focus)
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return SuiteResult{}, err
+	}
+	defer logFile.Close()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = cfg.WorkDir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Cluster.KubeconfigPath())
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cfg.logf("running the %s suite (log %s)", suite, logPath)
+	runErr := cmd.Run()
+	res, err := readSuite(suite, jsonPath, skips)
+	if err != nil {
+		// No report: the binary could not run at all.
+		return SuiteResult{}, fmt.Errorf("the %s suite did not run (%v); log %s: %w", suite, runErr, logPath, err)
+	}
+	return res, nil
+}
+
+func commit() string {
+	out, err := exec.Command("git", "-C", harness.ModuleRoot(), "describe", "--always", "--dirty", "--abbrev=12").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
