@@ -187,13 +187,13 @@ func TestFlavorTheAPIRefusesIsOfferedAsUnavailable(t *testing.T) {
 	s := env.Scenario(t)
 	s.AllowErrors(`failed launching nodeclaim.*(2XL|Unsupported value)`)
 	path := filepath.Join(t.TempDir(), "flavors.yaml")
-	// Cheaper than 2XS, so Karpenter tries it first.
-	Expect(os.WriteFile(path, []byte("- name: 2XL\n  cpu: 4\n  memoryKi: 3715344\n  nominalGB: 4\n  priceHourly: 0.01\n"), 0o600)).To(Succeed())
+	// Half a 2XS: cheaper at any rates the price API gives, so Karpenter tries it first.
+	Expect(os.WriteFile(path, []byte("- name: 2XL\n  cpu: 2\n  memoryKi: 1857672\n  nominalGB: 2\n  priceHourly: 0.0167\n"), 0o600)).To(Succeed())
 	s.RestartController(map[string]string{"FLAVORS_CONFIG_PATH": path})
 	t.Cleanup(func() { s.RestartController(nil) })
 
 	class := s.NodeClass("", nil)
-	pool := s.NodePool("", class, nil, time.Minute)
+	pool := s.NodePool("", class, []string{"2XL", "2XS"}, time.Minute)
 	d := s.Deployment("known-flavor", pool.Name, 1, "1", "1Gi")
 	s.WaitRunning(d, 1, 2*launchTimeout)
 	Expect(flavors(groupsOf(s, pool.Name))).To(ConsistOf("2XS"))

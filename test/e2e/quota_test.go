@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
@@ -71,7 +72,8 @@ func TestQuota(t *testing.T) {
 		groups := groupsOf(s, pool.Name)
 		accepted := 0
 		for _, gr := range groups {
-			if gr.Status.Phase == "Synced" {
+			// Accepted: Creating from the decision on, Synced once the VM is built.
+			if gr.Status.Phase == ngv1.PhaseCreating || gr.Status.Phase == ngv1.PhaseSynced {
 				accepted++
 			}
 		}
