@@ -4,11 +4,12 @@
 #
 #   release.sh base     push the minimal base to BASE_REPO, print its digest reference
 #   release.sh image    build and push the image to KO_DOCKER_REPO, print its digest reference
-#   release.sh release  the image, then DIST/{crds,karpenter,install}.yaml and DIST/SHA256SUMS
+#   release.sh release  the image, then DIST/{crds,karpenter,install}.yaml and DIST/SHA256SUMS,
+#                       and CHANGELOG.md's Unreleased notes filed under VERSION
 #
 # Environment: KO_DOCKER_REPO (required), VERSION (required for release: vX.Y.Z),
 # BASE_REPO (default KO_DOCKER_REPO/base), KO_DEFAULTBASEIMAGE (skips building the base),
-# DIST (default dist), KO and CUE (default bin/ko, bin/cue).
+# DIST (default dist), KO and CUE (default bin/ko, bin/cue), CHANGELOG (default CHANGELOG.md).
 set -euo pipefail
 # A failure inside $(…) must stop the release too, not yield an empty value.
 shopt -s inherit_errexit
@@ -26,6 +27,7 @@ BASE_REPO=${BASE_REPO:-$KO_DOCKER_REPO/base}
 DIST=${DIST:-dist}
 KO=${KO:-bin/ko}
 CUE=${CUE:-bin/cue}
+CHANGELOG=${CHANGELOG:-CHANGELOG.md}
 
 # base prints the base's digest reference after pushing it if the registry lacks it. The
 # reference, registry host included, ends up in the image's annotations: releases are
@@ -47,9 +49,31 @@ image() {
 	VERSION=$VERSION "$KO" build --bare --tags="$VERSION" --sbom=spdx ./controller
 }
 
+# changelog files the notes under "## [Unreleased]" (Keep a Changelog) under a heading for
+# VERSION and today's date, leaving an empty Unreleased section above it. Releasing the same
+# VERSION again changes nothing. It runs after dist/ is in place: a failed release leaves the
+# notes unreleased. The commit that records it is the release manager's.
+changelog() {
+	if grep -qF "## [$VERSION]" "$CHANGELOG"; then
+		return 0
+	fi
+	local tmp
+	tmp=$(mktemp "$CHANGELOG.XXXXXX")
+	awk -v heading="## [$VERSION] - $(date -u +%F)" '
+		{ print }
+		!done && $0 == "## [Unreleased]" { print ""; print heading; done = 1 }
+	' "$CHANGELOG" >"$tmp"
+	cat "$tmp" >"$CHANGELOG" # keeps the file's mode, which mktemp's file lacks
+	rm -f "$tmp"
+	echo "release: $CHANGELOG: the Unreleased notes are now $VERSION's" >&2
+}
+
 release() {
 	[[ ${VERSION:-} =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
 		die "VERSION must be a release version vX.Y.Z[-pre], got '${VERSION:-}'"
+	# Checked before anything is pushed, so the notes cannot be what fails a release.
+	grep -qxF "## [Unreleased]" "$CHANGELOG" ||
+		die "$CHANGELOG has no '## [Unreleased]' line to file the release notes from"
 	local ref digest pinned stage
 	ref=$(image)
 	digest=${ref##*@}
@@ -70,6 +94,7 @@ release() {
 	rm -rf "$DIST"
 	mv "$stage" "$DIST"
 	trap - EXIT
+	changelog
 	echo "release: $VERSION is $pinned; manifests in $DIST" >&2
 	echo "$pinned"
 }

@@ -53,9 +53,22 @@ func TestRelease(t *testing.T) {
 
 	repo := host + "/karpenter-clevercloud"
 	dist := filepath.Join(t.TempDir(), "dist")
+	// The release files the changelog's Unreleased notes; a copy keeps the repository's as is.
+	changelog := filepath.Join(t.TempDir(), "CHANGELOG.md")
+	if err := os.WriteFile(changelog, []byte(changelogBefore), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	started := time.Now()
-	makeRelease(t, root, repo, base, dist)
+	makeRelease(t, root, repo, base, dist, changelog)
 	t.Logf("first release: %s", time.Since(started).Round(time.Second))
+	// The heading carries the UTC date the release ran on; either end of it, across midnight.
+	released := string(readFile(t, filepath.Dir(changelog), "CHANGELOG.md"))
+	if !slices.ContainsFunc([]time.Time{started, time.Now()}, func(day time.Time) bool {
+		return released == strings.Replace(changelogBefore, "## [Unreleased]\n",
+			"## [Unreleased]\n\n## ["+version+"] - "+day.UTC().Format(time.DateOnly)+"\n", 1)
+	}) {
+		t.Errorf("CHANGELOG.md after the release: want the Unreleased notes under %s, got\n%s", version, released)
+	}
 
 	ref, err := name.NewTag(repo + ":" + version)
 	if err != nil {
@@ -213,8 +226,11 @@ func TestRelease(t *testing.T) {
 		// Another repository, so the index there is what the second build pushed.
 		again := host + "/again"
 		started := time.Now()
-		makeRelease(t, root, again, base, filepath.Join(t.TempDir(), "dist"))
+		makeRelease(t, root, again, base, filepath.Join(t.TempDir(), "dist"), changelog)
 		t.Logf("second release: %s", time.Since(started).Round(time.Second))
+		if got := string(readFile(t, filepath.Dir(changelog), "CHANGELOG.md")); got != released {
+			t.Errorf("releasing %s again changed CHANGELOG.md:\n%s", version, got)
+		}
 		d, err := name.NewTag(again + ":" + version)
 		if err != nil {
 			t.Fatal(err)
@@ -229,7 +245,23 @@ func TestRelease(t *testing.T) {
 	})
 }
 
-func makeRelease(t *testing.T, root, repo, base, dist string) {
+// changelogBefore is a changelog with notes waiting for a release.
+const changelogBefore = `# Changelog
+
+## [Unreleased]
+
+### Added
+
+- a feature
+
+## [v1.2.2] - 2026-01-01
+
+### Fixed
+
+- a bug
+`
+
+func makeRelease(t *testing.T, root, repo, base, dist, changelog string) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx(t), "make", "--no-print-directory", "release",
 		"VERSION="+version, "KO_DOCKER_REPO="+repo, "BASE_REPO="+base, "DIST="+dist)
@@ -244,6 +276,7 @@ func makeRelease(t *testing.T, root, repo, base, dist string) {
 		}
 		return false
 	})
+	cmd.Env = append(cmd.Env, "CHANGELOG="+changelog)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make release: %v\n%s", err, out)
 	}
