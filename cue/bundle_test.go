@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -42,7 +43,23 @@ var root = func() string {
 
 func TestMain(m *testing.M) {
 	os.Setenv("CUE_REGISTRY", "none") // the module has no dependencies; never reach out
-	os.Exit(m.Run())
+	// The CLI tests run the cue command users run: the version tools/go.mod pins, built here
+	// once so that no test's deadline pays for it.
+	dir, err := os.MkdirTemp("", "bundle-test-cue")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cueBin = filepath.Join(dir, "cue")
+	build := exec.Command("go", "build", "-modfile=tools/go.mod", "-o", cueBin, "cuelang.org/go/cmd/cue")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building cue from tools/go.mod: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 type renderOpts struct {
@@ -181,6 +198,10 @@ image:
 serviceMonitor:
   enabled: true
   labels: {release: prometheus}
+prometheusRule:
+  enabled: true
+dashboard:
+  enabled: true
 networkPolicy:
   enabled: true
   metricsFrom:
@@ -206,8 +227,8 @@ func TestObjectsAreTyped(t *testing.T) {
 					t.Errorf("%s rendered twice", key)
 				}
 				seen[key] = true
-				if kind == "ServiceMonitor" {
-					continue // no Go type here; its shape is checked in TestOptionalObjects
+				if kind == "ServiceMonitor" || kind == "PrometheusRule" {
+					continue // no Go type here; their shapes are checked in TestOptionalObjects and TestPrometheusRule
 				}
 				into := typed(kind)
 				if into == nil {
@@ -334,6 +355,7 @@ settings:
   batchIdleDuration: 2s
   featureGates: NodeRepair=true,NodeOverlay=true
   acceptanceTimeout: 2m
+  syncOverdueAfter: 5m
   pricing:
     enabled: false
     refreshPeriod: 1h
@@ -350,6 +372,7 @@ settings:
 		BatchIdleDuration:     settings.Duration{Duration: 2 * time.Second},
 		FeatureGates:          "NodeRepair=true,NodeOverlay=true",
 		AcceptanceTimeout:     settings.Duration{Duration: 2 * time.Minute},
+		SyncOverdueAfter:      settings.Duration{Duration: 5 * time.Minute},
 		Pricing: settings.Pricing{
 			Enabled: false, RefreshPeriod: settings.Duration{Duration: time.Hour}, APIURL: "http://prices.example",
 			KubernetesProductURL: "http://products.example/p", PriceSystemURL: "http://prices.example/ps",
@@ -510,8 +533,9 @@ func TestBadValues(t *testing.T) {
 		{"lowercase flavor", renderOpts{values: "settings: {flavors: [{name: m}]}"}, []string{"values.settings.flavors.0.name"}},
 		{"extraEnv shadows a setting", renderOpts{values: "extraEnv: [{name: LOG_LEVEL, value: debug}]"}, []string{"values.extraEnv.0.name", `!="LOG_LEVEL"`}},
 		{"bad pin in flavors/", renderOpts{overlay: map[string]string{"flavors/pins.cue": "package flavors\n#pins: [{name: \"M\", priceHourly: -0.5}]\n"}}, []string{"priceHourly: invalid value -0.5 (out of bound >=0)", "flavors/pins.cue"}},
-		{"flavor pinned twice", renderOpts{overlay: map[string]string{"flavors/pins.cue": "package flavors\n#pins: [{name: \"M\", priceHourly: 0.1}]\n"}, values: "settings: {flavors: [{name: M, cpu: 12}]}"}, []string{"_flavorIndex.M: conflicting values 1 and 0"}},
-		{"unknown pin field", renderOpts{overlay: map[string]string{"flavors/pins.cue": "package flavors\n#pins: [{name: \"M\", price: 1}]\n"}}, []string{"_flavors.0.price", "field not allowed", "flavors/pins.cue"}},
+		{"flavor pinned twice", renderOpts{overlay: map[string]string{"flavors/pins.cue": "package flavors\n#pins: [{name: \"M\", priceHourly: 0.1}]\n"}, values: "settings: {flavors: [{name: M, cpu: 12}]}"}, []string{"values.settings.flavors.0: flavor M is pinned twice, first at #pins.0 in flavors/pins.cue"}},
+		{"unknown pin field", renderOpts{overlay: map[string]string{"flavors/pins.cue": "package flavors\n#pins: [{name: \"M\", price: 1}]\n"}}, []string{"_pinned.0.pin.price: field not allowed", "#pins.0 in flavors/pins.cue: price: not a field of a flavor override"}},
+		{"new flavor without sizes", renderOpts{values: "settings: {flavors: [{name: NEW, cpu: 2}]}"}, []string{"values.settings.flavors.0: flavor NEW is not in the base catalogue", "missing memoryKi, priceHourly"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render(t, tc.o)

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -29,6 +30,7 @@ func TestExamples(t *testing.T) {
 		t.Fatalf("found %d examples", len(files))
 	}
 	classes, refs := map[string]bool{}, map[string]string{}
+	var overlays []karpv1alpha1.NodeOverlay
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -60,6 +62,12 @@ func TestExamples(t *testing.T) {
 				if err := strictJSON(js, &appsv1.Deployment{}); err != nil {
 					t.Errorf("%s[%d]: %v", f, i, err)
 				}
+			case "NodeOverlay":
+				var o karpv1alpha1.NodeOverlay
+				if err := strictJSON(js, &o); err != nil {
+					t.Errorf("%s[%d]: %v", f, i, err)
+				}
+				overlays = append(overlays, o)
 			case "PodDisruptionBudget":
 				if err := strictJSON(js, &policyv1.PodDisruptionBudget{}); err != nil {
 					t.Errorf("%s[%d]: %v", f, i, err)
@@ -72,6 +80,22 @@ func TestExamples(t *testing.T) {
 	for pool, c := range refs {
 		if !classes[c] {
 			t.Errorf("NodePool %s refers to CleverNodeClass %s, which no example defines", pool, c)
+		}
+	}
+	// An overlay must apply to a pool the examples define, and pass core's own checks.
+	for _, o := range overlays {
+		if err := o.RuntimeValidate(t.Context()); err != nil {
+			t.Errorf("NodeOverlay %s: %v", o.Name, err)
+		}
+		for _, r := range o.Spec.Requirements {
+			if r.Key != karpv1.NodePoolLabelKey {
+				continue
+			}
+			for _, pool := range r.Values {
+				if _, ok := refs[pool]; !ok {
+					t.Errorf("NodeOverlay %s applies to NodePool %s, which no example defines", o.Name, pool)
+				}
+			}
 		}
 	}
 	// The schema must reject what the CRD rejects, or passing it would mean little.
