@@ -611,6 +611,37 @@ func TestQuotaBatchRefusesConcurrentCreations(t *testing.T) {
 	}
 }
 
+// With the live profile's timings (decision 1 s, window 1 s) a batch is judged at its first
+// member's decision: two creations half a second apart are refused together, and each gets
+// its first write about a second after its own creation, not a window later.
+func TestQuotaBatchKeepsTheDecisionDelay(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.DecisionDelay, o.QuotaBatchWindow = time.Second, time.Second })
+	first, second := record(t, "bd-1"), record(t, "bd-2")
+	// Each M (10 / 16) fits alone beside the control plane; both together need 56 GB.
+	start1 := time.Now()
+	create(t, newGroup("bd-1", "M", 1))
+	time.Sleep(500 * time.Millisecond) // the second creation lands inside the first's window
+	start2 := time.Now()
+	create(t, newGroup("bd-2", "M", 1))
+	for _, c := range []struct {
+		name  string
+		h     *history
+		start time.Time
+	}{{"bd-1", first, start1}, {"bd-2", second, start2}} {
+		waitPhase(t, c.name, ngv1.PhaseQuotaExceeded)
+		w := c.h.writes()
+		if len(w) == 0 {
+			t.Fatalf("%s: no status write seen", c.name)
+		}
+		if d := w[0].at.Sub(c.start); d < time.Second || d > 1600*time.Millisecond {
+			t.Errorf("%s: first write %s after creation, want the 1 s decision delay (≤ 1.6 s)", c.name, d)
+		}
+		if w[0].status.Phase != ngv1.PhaseQuotaExceeded {
+			t.Errorf("%s: first write in phase %q, want QuotaExceeded", c.name, w[0].status.Phase)
+		}
+	}
+}
+
 // create → refuse → delete leaks the refused reservation.
 func TestQuotaLeakAfterRefusal(t *testing.T) {
 	configure(t, func(o *operator.Options) { o.LeakedReservationTTL = time.Hour; o.LegacyQuotaMessage = true })

@@ -123,8 +123,11 @@ type Options struct {
 	// Faults apply to every group that has no FaultAnnotation.
 	Faults []Fault
 
-	// QuotaBatchWindow > 0 makes the quota engine judge creations that reach their decision
-	// within this window together: if their sum overflows the quota, all are refused (§5).
+	// QuotaBatchWindow > 0 makes the quota engine judge concurrent creations together (§5):
+	// a batch opens at the creation of its first member, takes every creation within the
+	// window, and is judged at max(window, DecisionDelay) after it opened; if the members'
+	// sum overflows the quota, all are refused. Each member still gets its verdict written
+	// DecisionDelay after its own creation (with window ≤ DecisionDelay, as live).
 	QuotaBatchWindow time.Duration
 	// LeakedReservationTTL > 0 makes the quota engine keep, this long, the reservation of a
 	// group deleted after a refusal or deleted while its first reconcile runs (§5).
@@ -322,6 +325,11 @@ func (o *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 				st.changeSeen = st.born
 			}
 		}
+		if !st.accepted && opts.QuotaBatchWindow > 0 {
+			// The engine takes the creation into a batch when it is made, not when its
+			// verdict is written.
+			o.enlist(g.Name, st.changeSeen, usage{CPU: flavor.CPU, GB: flavor.NominalGB}.times(int64(g.Spec.NodeCount)), opts)
+		}
 		if at := st.changeSeen.Add(opts.DecisionDelay); now.Before(at) {
 			next.at(at)
 		} else if wait, err := o.judge(ctx, log, g, st, flavor, faults, opts, now); err != nil {
@@ -370,14 +378,9 @@ func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup
 	case !st.accepted && opts.QuotaBatchWindow > 0:
 		b := o.batches[g.Name]
 		if b == nil {
-			if o.batch == nil || !now.Before(o.batch.closesAt) {
-				o.batch = &batch{closesAt: now.Add(opts.QuotaBatchWindow), members: map[string]usage{}}
-			}
-			b = o.batch
-			b.members[g.Name] = want
-			o.batches[g.Name] = b
+			b = o.enlistLocked(g.Name, st.changeSeen, want, opts)
 		}
-		if wait := b.closesAt.Sub(now); wait > 0 {
+		if wait := b.judgedAt.Sub(now); wait > 0 && !b.decided {
 			return wait, nil
 		}
 		if !b.decided {
@@ -421,6 +424,43 @@ func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup
 	st.op = op
 	log.Info("accepted", "nodeCount", g.Spec.NodeCount, "creation", op.creation, "joinAt", op.joinAt, "syncAt", op.syncAt)
 	return 0, nil
+}
+
+// enlist puts a creation (or the re-judgement of a refused spec) seen at `at` into the quota
+// engine's open batch, or opens one (Options.QuotaBatchWindow).
+func (o *Operator) enlist(name string, at time.Time, want usage, opts Options) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.enlistLocked(name, at, want, opts)
+}
+
+func (o *Operator) enlistLocked(name string, at time.Time, want usage, opts Options) *batch {
+	if b := o.batches[name]; b != nil {
+		if !b.decided {
+			b.members[name] = want // the spec may have changed before the judgement
+		}
+		return b
+	}
+	// A batch already judged takes no one, even a creation seen a moment before the
+	// judgement (the watch is not instantaneous): it opens the next one.
+	if o.batch == nil || o.batch.decided || !at.Before(o.batch.closesAt) {
+		o.batch = &batch{
+			closesAt: at.Add(opts.QuotaBatchWindow),
+			judgedAt: at.Add(max(opts.QuotaBatchWindow, opts.DecisionDelay)),
+			members:  map[string]usage{},
+		}
+	}
+	o.batch.members[name] = want
+	o.batches[name] = o.batch
+	return o.batch
+}
+
+// unlistLocked takes a group that went before its batch was judged out of the batch.
+func (o *Operator) unlistLocked(name string) {
+	if b := o.batches[name]; b != nil && !b.decided {
+		delete(b.members, name)
+	}
+	delete(o.batches, name)
 }
 
 // plan lays out an accepted operation's timeline.
@@ -802,7 +842,7 @@ func (o *Operator) release(name string, st *groupState, now time.Time) {
 	defer o.mu.Unlock()
 	held := o.ledger[name]
 	delete(o.ledger, name)
-	delete(o.batches, name)
+	o.unlistLocked(name)
 	if o.opts.LeakedReservationTTL <= 0 {
 		return
 	}
@@ -822,7 +862,7 @@ func (o *Operator) forget(name string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.ledger, name)
-	delete(o.batches, name)
+	o.unlistLocked(name)
 	// No group of that name exists right now, so every state under it is stale.
 	for uid, st := range o.groups {
 		if st.name == name {

@@ -34,7 +34,9 @@ type leak struct {
 
 // batch is a set of creations the quota engine judges together (Options.QuotaBatchWindow).
 type batch struct {
+	// closesAt: creations from then on open the next batch; judgedAt: the engine's verdict.
 	closesAt time.Time
+	judgedAt time.Time
 	members  map[string]usage // by group name
 	decided  bool
 	accepted bool
