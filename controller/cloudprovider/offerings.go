@@ -33,9 +33,10 @@ import (
 func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
 	its, blocked, headroom := c.instanceTypes()
 	if nodePool != nil {
-		if steered := c.steer(ctx, nodePool, its, headroom); len(steered) > 0 {
+		if steered, h := c.steer(ctx, nodePool, its, headroom); len(steered) > 0 {
 			its = unavailableFlavors(its, steered)
 			blocked = append(blocked, steered...)
+			headroom = h
 		}
 	}
 	if len(blocked) > 0 && nodePool != nil {
@@ -106,16 +107,26 @@ type steering struct {
 }
 
 type steered struct {
-	headroom quota.Usage
-	flavors  []string
+	headroom    quota.Usage
+	provisional bool
+	flavors     []string
 }
 
-// steer returns the flavors of the pool to offer as unavailable so that the headroom holds
-// the most of the pending pods (quota.Steer), or nil when the limit is unknown or the headroom
-// does not bind.
-func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []*cloudprovider.InstanceType, headroom quota.Usage) []string {
-	if _, limited := c.quota.Headroom(); !limited || c.kube == nil {
-		return nil
+// steer returns the flavors of the pool to offer as unavailable, and the headroom they were
+// judged against. With a limit in force: so that the headroom holds the most of the pending
+// pods (quota.Steer), nothing when it does not bind. With the limit not known yet: so that
+// Karpenter launches within the provisional limit's headroom when that holds every pending pod
+// (quota.SteerWithin), nothing otherwise (probes then find whether the quota was raised).
+func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []*cloudprovider.InstanceType, headroom quota.Usage) ([]string, quota.Usage) {
+	if c.kube == nil {
+		return nil, headroom
+	}
+	provisional := false
+	if _, limited := c.quota.Headroom(); !limited {
+		if headroom, provisional = c.quota.ProvisionalHeadroom(); !provisional || hasMinValues(pool) {
+			// A pool's minValues would fail on fewer flavors; a probe costs less.
+			return nil, headroom
+		}
 	}
 	s := &c.steering
 	s.mu.Lock()
@@ -128,12 +139,12 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 		pending, overhead, err := pendingDemand(ctx, c.kube)
 		if err != nil {
 			log.FromContext(ctx).V(1).Info("cannot list pending pods, not steering", "error", err.Error())
-			return nil
+			return nil, headroom
 		}
 		s.at, s.pending, s.overhead, s.decided = c.clock.Now(), pending, overhead, map[string]steered{}
 	}
-	if d, ok := s.decided[pool.Name]; ok && d.headroom == headroom {
-		return d.flavors
+	if d, ok := s.decided[pool.Name]; ok && d.headroom == headroom && d.provisional == provisional {
+		return d.flavors, headroom
 	}
 	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(pool.Spec.Template.Spec.Requirements...)
 	var flavors []quota.Flavor
@@ -147,16 +158,26 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 			Allocatable: quota.Demand{MilliCPU: alloc.Cpu().MilliValue(), Memory: alloc.Memory().Value()},
 		})
 	}
+	steerer := quota.Steer
+	if provisional {
+		steerer = quota.SteerWithin
+	}
 	var out []string
-	if keep := quota.Steer(headroom, flavors, s.pending, s.overhead); keep != nil {
+	if keep := steerer(headroom, flavors, s.pending, s.overhead); keep != nil {
 		for _, f := range flavors {
 			if !slices.Contains(keep, f.Name) {
 				out = append(out, f.Name)
 			}
 		}
 	}
-	s.decided[pool.Name] = steered{headroom: headroom, flavors: out}
-	return out
+	s.decided[pool.Name] = steered{headroom: headroom, provisional: provisional, flavors: out}
+	return out, headroom
+}
+
+func hasMinValues(pool *karpv1.NodePool) bool {
+	return slices.ContainsFunc(pool.Spec.Template.Spec.Requirements, func(r karpv1.NodeSelectorRequirementWithMinValues) bool {
+		return r.MinValues != nil
+	})
 }
 
 // pendingDemand lists, through the cache, the requests of the pods waiting for new capacity

@@ -101,9 +101,26 @@ func TestTheOfferingsSteerPendingPodsToTheFlavorsThatHoldTheMost(t *testing.T) {
 	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "steered"}}
 	f.quota.Record(controlPlane)
 
-	// Limit unknown: nothing is steered, whatever is pending.
+	// Limit unknown: CKE's default quota is provisional, and its headroom (24 / 16) holds the
+	// twelve on four 2XS or two XS. Karpenter would pack them onto an L, a probe the default
+	// quota refuses and whose reservation the quota engine may keep for minutes, taking every
+	// GB left: the flavors within the headroom that hold them all are offered instead.
 	pendingPods(t, g, 12, "1", "1Gi")
+	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": false, "M": false, "L": false, "XL": false}))
+	g.Expect(f.quota.Limit()).To(Equal(quota.Limit{}), "nothing learned: the limit is still unknown")
+	// More than the provisional headroom holds (another pool's use): nothing is hidden, so a
+	// probe can find a raised quota.
+	f.quota.Record(quota.Observation{Usage: quota.Usage{CPU: 30, GB: 32}, Proven: quota.Usage{CPU: 30, GB: 32}})
+	f.clock.Step(provider.SteeringTTL)
 	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": true, "XL": true}))
+	// A pool with minValues is left whole: fewer flavors would fail it, a probe costs less.
+	f.quota.Record(controlPlane)
+	f.clock.Step(provider.SteeringTTL)
+	minValues := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "min-values"}}
+	minValues.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{
+		Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpExists, MinValues: new(3),
+	}}
+	g.Expect(quotaOffered(g, f, minValues)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": true, "XL": true}))
 
 	// 40 / 40 known, 24 vCPU / 16 GB left: an M would hold ten of the twelve, four 2XS or
 	// two XS hold them all.

@@ -40,23 +40,7 @@ func Steer(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) 
 	if len(pending) == 0 || !binds(headroom, flavors, pending, overhead) {
 		return nil
 	}
-	pods := slices.Clone(pending)
-	// Largest first, memory then CPU: first-fit decreasing packs within 22% of the best.
-	slices.SortFunc(pods, func(a, b Demand) int {
-		return cmp.Or(cmp.Compare(b.Memory, a.Memory), cmp.Compare(b.MilliCPU, a.MilliCPU))
-	})
-	held := make([]int, len(flavors))
-	fitting, best := 0, 0
-	for i, f := range flavors {
-		held[i] = -1
-		if f.Size.CPU <= 0 || f.Size.GB <= 0 || !f.Size.FitsIn(headroom) {
-			continue
-		}
-		nodes := min(headroom.CPU/f.Size.CPU, headroom.GB/f.Size.GB, int64(len(pods)))
-		held[i] = pack(pods, int(nodes), f.Allocatable.sub(overhead), f.Pods)
-		fitting++
-		best = max(best, held[i])
-	}
+	held, fitting, best := holds(headroom, flavors, pending, overhead)
 	if fitting == 0 || best == 0 {
 		return nil
 	}
@@ -70,6 +54,55 @@ func Steer(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) 
 		return nil
 	}
 	return out
+}
+
+// SteerWithin is steering against a provisional limit (the quota not known yet): when the
+// headroom it leaves can hold every pending pod, it returns the flavors that do so — every
+// flavor that fits the headroom when it does not bind, else those whose nodes alone hold all
+// the pods — so Karpenter launches within it instead of probing the quota with a larger
+// flavor. A refused probe is not free: the quota engine may keep its reservation for minutes
+// (cke-platform.md §5), which, the probe having overflowed the headroom, takes all of it. It
+// returns nil when the pods need more than the headroom holds: probing is then the way to
+// learn whether the quota was raised.
+func SteerWithin(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) []string {
+	if len(pending) == 0 {
+		return nil
+	}
+	held, fitting, best := holds(headroom, flavors, pending, overhead)
+	if fitting == 0 || best < len(pending) {
+		return nil
+	}
+	loose := !binds(headroom, flavors, pending, overhead)
+	var out []string
+	for i, f := range flavors {
+		if held[i] == best || (loose && held[i] >= 0) {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+// holds fills the headroom with nodes of each flavor alone (as many as the headroom and the
+// pending pods call for) and counts the pending pods they hold: -1 for a flavor that does not
+// fit the headroom. It also returns how many flavors fit and the most pods one holds.
+func holds(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) (held []int, fitting, best int) {
+	pods := slices.Clone(pending)
+	// Largest first, memory then CPU: first-fit decreasing packs within 22% of the best.
+	slices.SortFunc(pods, func(a, b Demand) int {
+		return cmp.Or(cmp.Compare(b.Memory, a.Memory), cmp.Compare(b.MilliCPU, a.MilliCPU))
+	})
+	held = make([]int, len(flavors))
+	for i, f := range flavors {
+		held[i] = -1
+		if f.Size.CPU <= 0 || f.Size.GB <= 0 || !f.Size.FitsIn(headroom) {
+			continue
+		}
+		nodes := min(headroom.CPU/f.Size.CPU, headroom.GB/f.Size.GB, int64(len(pods)))
+		held[i] = pack(pods, int(nodes), f.Allocatable.sub(overhead), f.Pods)
+		fitting++
+		best = max(best, held[i])
+	}
+	return held, fitting, best
 }
 
 // binds says whether the headroom may be too small for the pending pods: it is not when every

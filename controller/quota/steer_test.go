@@ -96,3 +96,44 @@ func TestSteer(t *testing.T) {
 		})
 	}
 }
+
+// Against a provisional limit (the quota not known yet), launching within its headroom is
+// preferred to probing beyond it whenever the headroom holds every pending pod: a refused
+// probe's reservation may stay held upstream for minutes.
+func TestSteerWithin(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		headroom quota.Usage
+		pending  []quota.Demand
+		want     []string
+	}{
+		{
+			// The 12-pod episode, quota not configured: left alone Karpenter packs all twelve
+			// onto an L or XL, beyond CKE's default; four 2XS or two XS hold them within it.
+			name: "the 12-pod episode", headroom: quota.Usage{CPU: 24, GB: 16},
+			pending: pods(12, 1000, gi), want: []string{"2XS", "XS"},
+		},
+		{
+			name: "loose headroom: every flavor within it", headroom: quota.Usage{CPU: 24, GB: 16},
+			pending: pods(3, 1000, gi), want: []string{"2XS", "XS", "S", "M"},
+		},
+		{
+			// Only an XL holds it, and an XL does not fit: the probe may find a raised quota.
+			name: "a pod the headroom cannot hold", headroom: quota.Usage{CPU: 24, GB: 16},
+			pending: append(pods(1, 13000, gi), pods(2, 1000, gi)...),
+		},
+		{
+			// Twenty 1 CPU pods need more than 24 / 16 holds: probing is the way.
+			name: "more pods than the headroom holds", headroom: quota.Usage{CPU: 24, GB: 16},
+			pending: pods(20, 1000, gi),
+		},
+		{
+			name: "nothing pending", headroom: quota.Usage{CPU: 24, GB: 16},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(quota.SteerWithin(tc.headroom, catalogue(), tc.pending, quota.Demand{})).To(Equal(tc.want))
+		})
+	}
+}

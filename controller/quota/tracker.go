@@ -27,7 +27,9 @@
 // most one refusal before the limit is inferred; every accepted probe lets one more probe fly
 // (the window grows with each round of verdicts, up to MaxProbeWindow), so an organisation
 // whose quota was raised grows in a few rounds instead of one node per round. The first
-// refusal closes the window. A provisional limit never hides flavors from Karpenter.
+// refusal closes the window. A provisional limit hides flavors from Karpenter only where its
+// headroom holds every pending pod (SteerWithin): no probe is needed then, and a refused one
+// may leave its reservation held upstream for minutes.
 package quota
 
 import (
