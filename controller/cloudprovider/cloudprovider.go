@@ -348,6 +348,11 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) 
 	if it, ok := c.catalog.Get(group.Spec.Flavor); !ok || len(it.Offerings.Available()) == 0 {
 		return DriftReasonFlavorRetired, nil
 	}
+	if _, ours := group.Annotations[v1alpha1.AnnotationNodeClassHashVersion]; !ours {
+		if _, upstream := group.Annotations[v1alpha1.UpstreamAnnotationNodeClassHash]; upstream {
+			return c.upstreamDrift(claim, group, class), nil
+		}
+	}
 	if group.Annotations[v1alpha1.AnnotationNodeClassHashVersion] != v1alpha1.NodeClassHashVersion {
 		return "", nil // hashed by another scheme: not comparable, and not worth a fleet roll
 	}
@@ -355,6 +360,31 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) 
 		return DriftReasonNodeClass, nil
 	}
 	return "", nil
+}
+
+// upstreamDrift judges a group adopted from the upstream provider by upstream's own stamp,
+// compared like with like (CleverNodeClass.UpstreamHashMatches): the class changed since the
+// group was built exactly when the stamp no longer matches, whatever the hashing schemes.
+// Nothing is written to the group: the comparison needs no migration, and a write to a group
+// this provider did not build is one more thing that could fail. A stamp of a generation this
+// provider cannot reproduce drifts nothing, and says so once.
+func (c *CloudProvider) upstreamDrift(claim *karpv1.NodeClaim, group *ngv1.NodeGroup, class *v1alpha1.CleverNodeClass) cloudprovider.DriftReason {
+	version := group.Annotations[v1alpha1.UpstreamAnnotationNodeClassHashVersion]
+	if legacy := nodegroup.OwnedSpecLabels(group); len(legacy) > 0 {
+		// Replacing them would roll the whole fleet at switch-over: they are reported, and go
+		// as they are replaced for any other reason (cke-platform.md §2; docs/switch-from-upstream.md).
+		c.recorder.Publish(legacyLabels(claim, group.Name, legacy))
+	}
+	match, known := class.UpstreamHashMatches(version, group.Annotations[v1alpha1.UpstreamAnnotationNodeClassHash])
+	switch {
+	case !known:
+		// An event, deduplicated for a day, rather than a log line on every drift check.
+		c.recorder.Publish(upstreamHashUnknown(claim, group.Name, version))
+		return ""
+	case !match:
+		return DriftReasonNodeClass
+	}
+	return ""
 }
 
 // toNodeClaim describes a group as Karpenter sees a launched instance.
@@ -372,6 +402,8 @@ func (c *CloudProvider) toNodeClaim(g *ngv1.NodeGroup, it *cloudprovider.Instanc
 	}
 	if pool := g.Labels[karpv1.NodePoolLabelKey]; pool != "" {
 		labels[karpv1.NodePoolLabelKey] = pool
+	} else if pool := g.Labels[v1alpha1.UpstreamLabelNodePool]; pool != "" {
+		labels[karpv1.NodePoolLabelKey] = pool // a group adopted from the upstream provider
 	}
 	annotations := map[string]string{}
 	for _, k := range []string{v1alpha1.AnnotationNodeClassHash, v1alpha1.AnnotationNodeClassHashVersion} {

@@ -25,7 +25,41 @@ const (
 	ReasonFlavorUnsupported = "NodeGroupFlavorUnsupported"
 	// ReasonTransientFailure: the operator reported a failure it retries on its own.
 	ReasonTransientFailure = "NodeGroupTransientFailure"
+	// ReasonUpstreamHashUnknown: a group adopted from the upstream provider carries a class
+	// hash generation this provider cannot reproduce, so it is not evaluated for drift.
+	ReasonUpstreamHashUnknown = "UpstreamHashVersionUnknown"
+	// ReasonLegacyLabels: a group adopted from the upstream provider carries keys Karpenter or
+	// the provider own in its immutable spec.labels.
+	ReasonLegacyLabels = "NodeGroupLegacyLabels"
 )
+
+// adoptedDedupe is how long the adoption reports stay quiet once published: they describe a
+// state that lasts as long as the group, and IsDrifted runs every few minutes.
+const adoptedDedupe = 24 * time.Hour
+
+func upstreamHashUnknown(claim *karpv1.NodeClaim, group, version string) events.Event {
+	return events.Event{
+		InvolvedObject: claim,
+		Type:           corev1.EventTypeWarning,
+		Reason:         ReasonUpstreamHashUnknown,
+		Message: fmt.Sprintf("NodeGroup %s, adopted from the upstream provider, is stamped with CleverNodeClass hash version %q, which this provider cannot reproduce: a class change does not drift it; replace it by deleting this NodeClaim when convenient",
+			group, version),
+		DedupeValues:  []string{string(claim.UID), version},
+		DedupeTimeout: adoptedDedupe,
+	}
+}
+
+func legacyLabels(claim *karpv1.NodeClaim, group string, keys []string) events.Event {
+	return events.Event{
+		InvolvedObject: claim,
+		Type:           corev1.EventTypeWarning,
+		Reason:         ReasonLegacyLabels,
+		Message: fmt.Sprintf("NodeGroup %s, adopted from the upstream provider, carries %s in its spec.labels, which CKE copies onto every node of the group: never resize it out of band (an extra node carrying karpenter.sh/nodepool without a NodeClaim stalls Karpenter); it is replaced by a clean group when it drifts, expires or is consolidated",
+			group, strings.Join(keys, ", ")),
+		DedupeValues:  []string{string(claim.UID)},
+		DedupeTimeout: adoptedDedupe,
+	}
+}
 
 func quotaLimited(pool *karpv1.NodePool, blocked []string, headroom quota.Usage) events.Event {
 	return events.Event{

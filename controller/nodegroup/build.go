@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -151,6 +152,21 @@ func NodeLabels(claimLabels, classLabels map[string]string) map[string]string {
 	if len(out) == 0 {
 		return nil
 	}
+	return out
+}
+
+// OwnedSpecLabels lists, sorted, the keys of a group's spec.labels that Karpenter, the provider
+// or the platform own (labels.Check). Build never writes one; a group launched by the upstream
+// provider carries karpenter.sh/nodepool there, for as long as it lives (spec.labels is
+// immutable).
+func OwnedSpecLabels(g *ngv1.NodeGroup) []string {
+	var out []string
+	for k, v := range g.Spec.Labels {
+		if labels.Check(k, v) != nil {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
