@@ -29,12 +29,12 @@ type platformFlavor struct {
 }
 
 var platformTable = []platformFlavor{
-	{"2XS", 4, 3911884, 4, 0.0333, "measured"},
-	{"XS", 6, 7937580, 8, 0.0611, "measured"},
-	{"S", 8, 11957148, 12, 0.0889, "measured"},
-	{"M", 10, 15988992, 16, 0.1167, "measured"},
-	{"L", 12, 23983488, 24, 0.1667, "estimate"},
-	{"XL", 16, 31977984, 32, 0.2222, "estimate"},
+	{"2XS", 4, 3715344, 4, 0.0333, "measured"},
+	{"XS", 6, 7553664, 8, 0.0611, "measured"},
+	{"S", 8, 11385832, 12, 0.0889, "measured"},
+	{"M", 10, 15229256, 16, 0.1167, "measured"},
+	{"L", 12, 22896304, 24, 0.1667, "measured"},
+	{"XL", 16, 30584176, 32, 0.2222, "measured"},
 }
 
 const (

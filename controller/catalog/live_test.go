@@ -174,7 +174,7 @@ func TestLearnKeepsTheSmallestObservation(t *testing.T) {
 		g.Expect([]int64{cpu, mem}).To(Equal([]int64{tc.cpu, tc.memKi}), tc.name)
 	}
 	// Other flavors are untouched.
-	g.Expect(mustGet(t, c, "S").Capacity.Memory().Value() / 1024).To(Equal(int64(11957148)))
+	g.Expect(mustGet(t, c, "S").Capacity.Memory().Value() / 1024).To(Equal(int64(11385832)))
 }
 
 func TestLearnedCapacityWinsOverOverridesAndSurvivesSetLive(t *testing.T) {
