@@ -114,8 +114,10 @@ type Window struct {
 	before *launchMetrics
 	synced *syncedTrace
 	// launch and decision: NodeClaim created → provider ID and NodeGroup created → decided,
-	// of the window's launches (filled by Close).
-	launch, decision []float64
+	// of the window's launches; e2e each pod's pending → Running (filled by Close).
+	launch, decision, e2e []float64
+	// end is when Close closed the window.
+	end time.Time
 }
 
 // Open starts a window on scenario s: watches running and audit log read from now.
@@ -192,6 +194,8 @@ type Result struct {
 	Env           map[string]string      `json:"controllerEnvOverrides,omitempty"`
 	Raw           map[string][]float64   `json:"raw,omitempty"`
 	Extra         map[string]any         `json:"extra,omitempty"`
+	// Series are the window's pods, nodes and fleet cost over time: the report's charts.
+	Series *Series `json:"series,omitempty"`
 }
 
 // Cost is the fleet bought for the scenario's pods against the lower bound.
@@ -223,7 +227,11 @@ func (w *Window) Close(name, description string) *Result {
 	r.SimDelays.SyncMinSeconds = w.ops.SyncDelayMin.Seconds()
 	r.SimDelays.SyncMaxSeconds = w.ops.SyncDelayMax.Seconds()
 	r.SimDelays.TeardownSeconds = w.ops.TeardownDelay.Seconds()
-	w.TL.Read(func(tl *Timeline) { w.steps(tl, r) })
+	w.end = end
+	w.TL.Read(func(tl *Timeline) {
+		w.steps(tl, r)
+		r.Series = series(tl, w.Start, end, w.e2e)
+	})
 	w.launchMetrics(r)
 	if w.synced != nil {
 		u := w.synced.unsynced(w.Start, end)
@@ -330,6 +338,7 @@ func (w *Window) steps(tl *Timeline, r *Result) {
 		newNode = append(newNode, secs(p.Created, p.Running))
 		overhead = append(overhead, secs(p.Created, p.Running)-join)
 	}
+	w.e2e = e2e
 	r.PendingToRunning = stat(e2e)
 	r.PendingToRunningNewNode = stat(newNode)
 	r.Overhead = stat(overhead)
@@ -372,10 +381,19 @@ func (b *Bench) FleetCost(tl *Timeline, pods []corev1.Pod) (*Cost, error) {
 	if err != nil {
 		return nil, err
 	}
+	return fleetCost(tl, pods, cat), nil
+}
+
+func prices(cat []FlavorCost) map[string]float64 {
 	price := map[string]float64{}
 	for _, f := range cat {
 		price[f.Name] = f.PriceHourly
 	}
+	return price
+}
+
+func fleetCost(tl *Timeline, pods []corev1.Pod, cat []FlavorCost) *Cost {
+	price := prices(cat)
 	c := &Cost{Fleet: map[string]int{}}
 	tl.Read(func(tl *Timeline) {
 		for _, g := range tl.Groups {
@@ -399,7 +417,7 @@ func (b *Bench) FleetCost(tl *Timeline, pods []corev1.Pod) (*Cost, error) {
 	if c.Bound.CostHourly > 0 {
 		c.Ratio = round3(c.FleetHourly / c.Bound.CostHourly)
 	}
-	return c, nil
+	return c
 }
 
 func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }

@@ -157,7 +157,9 @@ func TestSmoke(t *testing.T) {
 	if r == nil {
 		t.Fatal("no result")
 	}
-	b.write(t, outDir(t.TempDir()))
+	out := outDir(t.TempDir())
+	b.write(t, out)
+	smokeCharts(t, out, r)
 	if r.PodsRunning != 1 || len(r.Misses) > 0 {
 		t.Errorf("single: %d pods running, misses %v", r.PodsRunning, r.Misses)
 	}
@@ -182,5 +184,33 @@ func TestSmoke(t *testing.T) {
 	}
 	if u := r.Unsynced; u == nil || u.Samples < 2 {
 		t.Errorf("single: the cluster-state gauge was not traced: %+v", u)
+	}
+}
+
+// smokeCharts: the single run's three charts are written beside the report, REPORT.md links
+// them, and the series under them end with the pod Running on one Karpenter node.
+func smokeCharts(t *testing.T, out string, r *Result) {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(out, "REPORT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"pods-nodes", "cost", "latency"} {
+		name := ChartsDir + "/single-fast-" + kind + ".svg"
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Errorf("chart %s: %v", name, err)
+		}
+		if !strings.Contains(string(md), "]("+name+")") {
+			t.Errorf("REPORT.md does not link %s", name)
+		}
+	}
+	se := r.Series
+	if se == nil || len(se.PodsRunning) == 0 || len(se.Nodes) == 0 || len(se.FleetHourly) == 0 {
+		t.Fatalf("single: series %+v", se)
+	}
+	last := func(ps []Point) float64 { return ps[len(ps)-1][1] }
+	if last(se.PodsRunning) != 1 || last(se.PodsPending) != 0 || last(se.Nodes) != 1 || last(se.FleetHourly) <= 0 {
+		t.Errorf("single: at the end %v Running, %v pending, %v nodes, %v EUR/h; want 1, 0, 1, > 0",
+			last(se.PodsRunning), last(se.PodsPending), last(se.Nodes), last(se.FleetHourly))
 	}
 }

@@ -153,12 +153,15 @@ func (b *Bench) cost(t *testing.T, w *Window, r *Result) {
 		r.Notes = append(r.Notes, "cost: "+err.Error())
 		return
 	}
-	c, err := b.FleetCost(w.TL, pods)
+	cat, err := b.Catalogue()
 	if err != nil {
 		r.Notes = append(r.Notes, "cost: "+err.Error())
 		return
 	}
-	r.Cost = c
+	r.Cost = fleetCost(w.TL, pods, cat)
+	if r.Series != nil && !w.end.IsZero() {
+		w.TL.Read(func(tl *Timeline) { r.Series.FleetHourly = fleetSeries(tl, w.Start, w.end, prices(cat)) })
+	}
 }
 
 // finish records the unexpected error lines and lets the scenario's cleanup pass: the bench

@@ -35,9 +35,10 @@ type Timeline struct {
 
 // PodTimes are the steps of one pod.
 type PodTimes struct {
-	Created, Unschedulable, Bound, Running time.Time
-	Node                                   string
-	Deleted                                bool
+	// DeletedAt: when its deletion was first seen (deletion timestamp or watch event).
+	Created, Unschedulable, Bound, Running, DeletedAt time.Time
+	Node                                              string
+	Deleted                                           bool
 }
 
 // ClaimTimes are the steps of one NodeClaim. ProviderID is when its provider ID was first
@@ -63,8 +64,10 @@ type NodeTimes struct {
 	// Registered: first seen without Karpenter's unregistered taint (Karpenter removes it when
 	// it registers the node; pods cannot schedule before).
 	Created, Ready, Registered time.Time
-	Group, Flavor              string
-	Gone                       bool
+	// GoneAt: when its deletion event was seen.
+	GoneAt        time.Time
+	Group, Flavor string
+	Gone          bool
 }
 
 func newTimeline() *Timeline {
@@ -163,6 +166,9 @@ func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
 			set(&p.Running, now)
 		}
 		p.Deleted = p.Deleted || deleted || o.DeletionTimestamp != nil
+		if p.Deleted {
+			set(&p.DeletedAt, now)
+		}
 	case *karpv1.NodeClaim:
 		c := tl.Claims[o.Name]
 		if c == nil {
@@ -244,6 +250,9 @@ func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
 			set(&n.Registered, now)
 		}
 		n.Gone = n.Gone || deleted
+		if deleted {
+			set(&n.GoneAt, now)
+		}
 	}
 	select {
 	case tl.changed <- struct{}{}:

@@ -11,12 +11,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,6 +57,8 @@ type story struct {
 	nodes  map[string]string
 	pods   string
 	events map[string]bool
+	// launched is the flavor of every NodeGroup created, in order, for the closing summary.
+	launched []string
 }
 
 func (s *story) say(format string, args ...any) {
@@ -129,16 +133,32 @@ func run(keep bool) error {
 		{"Scale inflate to 3: the emptied node is consolidated away", 3, s.settled(3)},
 		{"Scale inflate to 0: scale to zero", 0, s.settled(0)},
 	}
+	var sum runSummary
+	from := int32(0)
 	for _, st := range steps {
 		chapter(st.title)
+		rec := stepRecord{From: from, To: st.replicas}
+		scaled := time.Now()
 		if err := s.scale(st.replicas); err != nil {
 			return err
 		}
-		if err := s.watch(6*time.Minute, st.done); err != nil {
+		err := s.watch(6*time.Minute, func() bool {
+			if rec.Running == 0 && st.replicas > from && s.allRunning(int(st.replicas)) {
+				rec.Running = time.Since(scaled)
+			}
+			return st.done()
+		})
+		if err != nil {
 			return err
 		}
-		s.summary()
+		rec.Settled = time.Since(scaled)
+		rec.Fleet, rec.CostHourly = s.summary()
+		sum.Steps = append(sum.Steps, rec)
+		from = st.replicas
 	}
+	sum.Launched, sum.Wall = s.launched, time.Since(s.start)
+	chapter("Summary")
+	sum.render(os.Stdout)
 	if keep {
 		chapter("Your turn")
 		fmt.Printf("The cluster and the controller keep running. In another terminal:\n\n")
@@ -322,6 +342,7 @@ func (s *story) narrate() {
 					desc = fmt.Sprintf("%s (%d vCPU, %d GB)", f.Name, f.CPU, f.NominalGB)
 				}
 				s.say("NodeGroup %s created: flavor %s at %s", g.Name, desc, s.price(g.Spec.Flavor))
+				s.launched = append(s.launched, g.Spec.Flavor)
 			case "Creating":
 				s.say("NodeGroup %s accepted by the node-group operator: Creating", g.Name)
 			case "Synced":
@@ -388,21 +409,105 @@ func (s *story) narrate() {
 	}
 }
 
-func (s *story) summary() {
+// summary prints and returns the settled fleet's flavors and what they cost per hour.
+func (s *story) summary() ([]string, float64) {
 	groups, err := s.env.NodeGroups(s.ctx)
 	if err != nil {
-		return
+		return nil, 0
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
 	total := 0.0
-	var parts []string
+	var fleet []string
 	for _, g := range groups {
 		v, _ := s.env.Controller().Metric("karpenter_clevercloud_catalog_flavor_price_hourly", map[string]string{"flavor": g.Spec.Flavor})
 		total += v
-		parts = append(parts, g.Spec.Flavor)
+		fleet = append(fleet, g.Spec.Flavor)
 	}
+	parts := fleet
 	if len(parts) == 0 {
 		parts = []string{"no worker node"}
 	}
 	fmt.Printf("   → settled: %s; Karpenter nodes cost %.4f EUR/h\n", strings.Join(parts, " + "), total)
+	return fleet, total
+}
+
+// allRunning: exactly n pods, all Running and none terminating.
+func (s *story) allRunning(n int) bool {
+	pods := &corev1.PodList{}
+	if s.env.Client.List(s.ctx, pods, client.InNamespace(namespace)) != nil || len(pods.Items) != n {
+		return false
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// stepRecord is what one scaling step took and left, for the closing summary.
+type stepRecord struct {
+	From, To int32
+	// Running: from the scale command until every replica was Running (scale-ups only);
+	// Settled: until the fleet settled (no surplus node, nothing in transit).
+	Running, Settled time.Duration
+	// Fleet: the flavors of Karpenter's NodeGroups once settled; CostHourly what they cost.
+	Fleet      []string
+	CostHourly float64
+}
+
+// runSummary is the story in one screen: what was launched, how long pods waited, what the
+// fleet cost at each step.
+type runSummary struct {
+	Steps []stepRecord
+	// Launched: the flavor of every NodeGroup created, in order.
+	Launched []string
+	Wall     time.Duration
+}
+
+// render writes the summary as a few aligned lines.
+func (r runSummary) render(w io.Writer) {
+	var order []string
+	count := map[string]int{}
+	for _, f := range r.Launched {
+		if count[f] == 0 {
+			order = append(order, f)
+		}
+		count[f]++
+	}
+	launched := make([]string, len(order))
+	for i, f := range order {
+		launched[i] = fmt.Sprintf("%s ×%d", f, count[f])
+	}
+	if len(launched) == 0 {
+		launched = []string{"none"}
+	}
+	fmt.Fprintf(w, "flavors launched: %s (%d NodeGroups)\n\n", strings.Join(launched, ", "), len(r.Launched))
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
+	// The fleet, last, is text after the last cell: left-aligned, whatever its length.
+	fmt.Fprintf(tw, "pods\tall Running after\tsettled after\tEUR/h\t  fleet\n")
+	peak, peakFleet := 0.0, "no worker node"
+	for _, st := range r.Steps {
+		running := "–"
+		if st.To > st.From {
+			running = seconds(st.Running)
+		}
+		fleet := "no worker node"
+		if len(st.Fleet) > 0 {
+			fleet = strings.Join(st.Fleet, " + ")
+		}
+		if st.CostHourly > peak {
+			peak, peakFleet = st.CostHourly, fleet
+		}
+		fmt.Fprintf(tw, "%d → %d\t%s\t%s\t%.4f\t  %s\n", st.From, st.To, running, seconds(st.Settled), st.CostHourly, fleet)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\npeak cost %.4f EUR/h (%s); whole story %s\n", peak, peakFleet, r.Wall.Round(time.Second))
+}
+
+func seconds(d time.Duration) string {
+	if d <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
 }
