@@ -120,7 +120,11 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 // Reconcile implements reconcile.Reconciler.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	claim := &karpv1.NodeClaim{}
-	if err := c.kube.Get(ctx, req.NamespacedName, claim); err != nil {
+	// Read from the apiserver, not the informer cache: Karpenter core lists NodeClaims from the
+	// cache without copying them and may update one in place while the cache deep-copies it for
+	// us, which panicked this reconciler once under load (index out of range in
+	// NodeClaimStatus.DeepCopyInto). A followed launch is short-lived; the extra GET is cheap.
+	if err := c.api.Get(ctx, req.NamespacedName, claim); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.forget(req.Name)
 			return reconcile.Result{}, nil
