@@ -11,17 +11,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
-	"github.com/go-logr/logr"
 )
 
 // The suite drives its collector pass by pass; this one runs the real loop, registered in its own
@@ -38,8 +34,7 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 	nc.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
 	g.Expect(kube.Status().Update(ctx, nc)).To(Succeed())
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: scheme.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard(), LeaderElection: false})
+	mgr, err := env.NewManager()
 	g.Expect(err).NotTo(HaveOccurred())
 	clk := clocktesting.NewFakeClock(time.Now())
 	recorder := &namedRecorder{events: make(chan string, 100)}

@@ -7,12 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/capacity"
@@ -48,7 +46,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+	mgr, err := env.NewManager()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -7,16 +7,10 @@ import (
 	"time"
 
 	"github.com/awslabs/operatorpkg/status"
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	testingclock "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
@@ -54,12 +48,7 @@ func TestPricesCurrentFollowsTheRefresher(t *testing.T) {
 	refresher, err := pricing.New(s, srv.Client(), clk, func(context.Context, pricing.Update) error { return nil })
 	g.Expect(err).NotTo(HaveOccurred())
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     scheme.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Logger:     logr.Discard(),
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := env.NewManager()
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(t.Context())
 	g.Expect(nodeclass.New(mgr.GetClient(), mgr.GetRESTMapper(), refresher).Register(ctx, mgr)).To(Succeed())

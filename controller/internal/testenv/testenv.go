@@ -10,11 +10,16 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	karpapis "sigs.k8s.io/karpenter/pkg/apis"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/crds"
@@ -66,6 +71,22 @@ func Start() (*Env, error) {
 		return nil, fmt.Errorf("building client: %w", err)
 	}
 	return &Env{env: e, Config: cfg, Client: c}, nil
+}
+
+// NewManager builds a controller-runtime manager on the control plane, as main.go's would be
+// but quiet: no metrics listener, no logs, no leader election, and controller names free to
+// repeat (several tests of one binary register the same controller).
+func (e *Env) NewManager() (ctrl.Manager, error) {
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:     scheme.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Logger:     logr.Discard(),
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building manager: %w", err)
+	}
+	return mgr, nil
 }
 
 // Stop tears the control plane down.
