@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -49,13 +50,16 @@ const FeatureGates = "NodeRepair=true,ReservedCapacity=false,SpotToSpotConsolida
 const QuotaLifted = 100000
 
 // SimOptions is the simulated CKE of a conformance run: the fast profile with the quota
-// lifted and no control-plane Node. Every suite spec starts by asserting that each Node
-// already in the cluster is tainted ("system pool" nodes); CKE's control-plane nodes are
-// schedulable and untainted, and some CKE clusters show none (worker-only topology,
-// cke-platform.md §2): that topology is the one the suites can run on.
+// lifted, pods' grace periods honoured and no control-plane Node. Every suite spec starts by
+// asserting that each Node already in the cluster is tainted ("system pool" nodes); CKE's
+// control-plane nodes are schedulable and untainted, and some CKE clusters show none
+// (worker-only topology, cke-platform.md §2): that topology is the one the suites can run on.
+// The termination specs check that a draining pod keeps running through its
+// terminationGracePeriodSeconds and preStop hook, as a real kubelet keeps it.
 func SimOptions() sim.Options {
 	o := sim.FastOptions()
 	o.ControlPlaneNodes = 0
+	o.HonorGracePeriod = true
 	o.Operator.QuotaCPU, o.Operator.QuotaRAMGB = QuotaLifted, QuotaLifted
 	return o
 }
@@ -74,6 +78,8 @@ type Config struct {
 	// BinDir holds prebuilt suite binaries <suite>.test; they are built into WorkDir when
 	// empty.
 	BinDir string
+	// Parallel runs each suite on a cluster and controller of its own, at the same time.
+	Parallel bool
 	// Timeout bounds each suite binary (ginkgo's --ginkgo.timeout); 4h by default.
 	Timeout time.Duration
 	Logf    func(format string, args ...any)
@@ -115,7 +121,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, retErr error) {
 	rep := &Report{
 		Mode: "applicable specs", Karpenter: KarpenterVersion, Commit: commit(), Started: time.Now(), Focus: cfg.Focus,
 		Simulator: fmt.Sprintf("fast profile (decision 200 ms, node joined 1 s, Synced 2–3 s, teardown 1 s), quota lifted to %d vCPU / %d GB, "+
-			"no control-plane Node (worker-only topology)", QuotaLifted, QuotaLifted),
+			"pods' grace periods honoured, no control-plane Node (worker-only topology)", QuotaLifted, QuotaLifted),
 		Controller: fmt.Sprintf("the bundle's Deployment environment, FEATURE_GATES=%s; suites given --repair-condition=%s", FeatureGates, RepairCondition),
 	}
 	if cfg.Full {
@@ -136,9 +142,42 @@ func Run(ctx context.Context, cfg Config) (_ *Report, retErr error) {
 		}
 	}
 
+	var results [][]SuiteResult
+	if cfg.Parallel {
+		// One cluster and controller per suite, side by side: the suites assert on every
+		// node and NodeClaim of their cluster, so they cannot share one at the same time.
+		results = make([][]SuiteResult, len(cfg.Suites))
+		errs := make([]error, len(cfg.Suites))
+		var wg sync.WaitGroup
+		for i, s := range cfg.Suites {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = onCluster(ctx, cfg, filepath.Join(cfg.WorkDir, s), binDir, []string{s})
+			}()
+		}
+		wg.Wait()
+		retErr = errors.Join(errs...)
+	} else {
+		res, err := onCluster(ctx, cfg, cfg.WorkDir, binDir, cfg.Suites)
+		results, retErr = [][]SuiteResult{res}, err
+	}
+	for _, r := range results {
+		rep.Suites = append(rep.Suites, r...)
+	}
+	rep.Seconds = round(time.Since(rep.Started).Seconds())
+	return rep, retErr
+}
+
+// onCluster starts the simulated CKE with the bundle and the controller in dir, runs suites
+// on it one after the other, and stops it.
+func onCluster(ctx context.Context, cfg Config, dir, binDir string, suites []string) (out []SuiteResult, retErr error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	so := SimOptions()
 	env, err := harness.Start(ctx, harness.Options{
-		Sim: &so, WorkDir: cfg.WorkDir, Logf: cfg.Logf,
+		Sim: &so, WorkDir: dir, Logf: cfg.Logf,
 		Env: map[string]string{"FEATURE_GATES": FeatureGates},
 	})
 	if err != nil {
@@ -149,28 +188,26 @@ func Run(ctx context.Context, cfg Config) (_ *Report, retErr error) {
 			retErr = errors.Join(retErr, fmt.Errorf("stopping the simulated CKE: %w", err))
 		}
 	}()
-
-	for _, s := range cfg.Suites {
-		res, err := runSuite(ctx, cfg, env, s, filepath.Join(binDir, s+".test"))
+	for _, s := range suites {
+		res, err := runSuite(ctx, cfg, env, dir, s, filepath.Join(binDir, s+".test"))
 		if err != nil {
-			return rep, err
+			return out, err
 		}
 		c := res.Count()
 		cfg.logf("%s: %d passed, %d failed, %d skipped in %s", s, c.Passed, c.Failed, c.Skipped,
 			time.Duration(res.Seconds*float64(time.Second)).Round(time.Second))
-		rep.Suites = append(rep.Suites, res)
+		out = append(out, res)
 		if !env.Controller().Running() {
-			return rep, fmt.Errorf("the controller died during the %s suite; log tail:\n%s", s, env.Controller().Tail(30))
+			return out, fmt.Errorf("the controller died during the %s suite; log tail:\n%s", s, env.Controller().Tail(30))
 		}
 	}
-	rep.Seconds = round(time.Since(rep.Started).Seconds())
-	return rep, nil
+	return out, nil
 }
 
-func runSuite(ctx context.Context, cfg Config, env *harness.Env, suite, bin string) (SuiteResult, error) {
+func runSuite(ctx context.Context, cfg Config, env *harness.Env, dir, suite, bin string) (SuiteResult, error) {
 	skips := activeSkips(suite, cfg.Full)
-	jsonPath := filepath.Join(cfg.WorkDir, suite+".json")
-	logPath := filepath.Join(cfg.WorkDir, suite+".log")
+	jsonPath := filepath.Join(dir, suite+".json")
+	logPath := filepath.Join(dir, suite+".log")
 	args := []string{
 		"-test.v", "-test.timeout=0",
 		"--ginkgo.json-report=" + jsonPath,
@@ -194,8 +231,9 @@ func runSuite(ctx context.Context, cfg Config, env *harness.Env, suite, bin stri
 	}
 	defer logFile.Close()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = cfg.WorkDir
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Cluster.KubeconfigPath())
+	cmd.Dir = dir
+	// OUTPUT_DIR: where the suites write their per-spec timing CSVs (the temp folder otherwise).
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Cluster.KubeconfigPath(), "OUTPUT_DIR="+dir)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cfg.logf("running the %s suite (log %s)", suite, logPath)

@@ -87,6 +87,14 @@ var Skips = []Skip{
 			"replacement can never launch and the drifted node is (rightly) never removed.",
 	},
 	{
+		Suite: "disruption", Pattern: `^Disruption Repair (repairs|trips|resumes|force-terminates|does not repair|respects|ignores) `,
+		Category: LongTimer,
+		Reason: "The provider's RepairPolicy replaces a node whose kubelet reports NotReady for 10 minutes. The specs backdate " +
+			"the injected condition by a day, but core counts a toleration from the node's creation at the earliest " +
+			"(pkg/controllers/node/health/policy.go clamps the transition time), so each spec waits over 10 minutes for a node " +
+			"it has just launched.",
+	},
+	{
 		Suite: "disruption", Pattern: `^Disruption TerminateFirst `, Category: InCluster,
 		Reason: "reads and overrides FEATURE_GATES on the karpenter Deployment in kube-system (ExpectSettings, " +
 			"ExpectSettingsOverridden) and waits for its rollout.",

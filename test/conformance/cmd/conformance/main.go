@@ -28,6 +28,7 @@ func main() {
 	suites := flag.String("suites", strings.Join(conformance.Suites, ","), "suites to run, comma-separated")
 	bins := flag.String("bin", "", "folder of prebuilt suite binaries <suite>.test (built from test/conformance/suites when empty)")
 	focus := flag.String("focus", "", "only the specs matching this ginkgo focus regexp (the report is then not written to -out unless -out is given)")
+	parallel := flag.Bool("parallel", os.Getenv("CONFORMANCE_PARALLEL") == "1", "run each suite on a cluster of its own, at the same time (CONFORMANCE_PARALLEL=1)")
 	flag.Parse()
 	logf.SetLogger(logr.Discard())
 	full := os.Getenv("CONFORMANCE_FULL") == "1"
@@ -45,7 +46,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "%s conformance: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
 	rep, err := conformance.Run(ctx, conformance.Config{
-		Suites: strings.Split(*suites, ","), Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Logf: say,
+		Suites: strings.Split(*suites, ","), Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Parallel: *parallel, Logf: say,
 	})
 	if rep != nil && len(rep.Suites) > 0 {
 		base := "report"
