@@ -75,7 +75,7 @@ e2e: sim-bin ## Run the end-to-end suite only (the shipped bundle and binary on 
 	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) go test -count=1 -timeout 30m -v ./test/e2e/
 
 .PHONY: conformance
-conformance: sim-bin ## Run Karpenter core's own e2e suites (regression, disruption) on the simulated CKE; writes docs/conformance/ (CONFORMANCE_FULL=1 adds long timers).
+conformance: sim-bin ## Run Karpenter core's own e2e suites on the simulated CKE (~40 min); writes docs/conformance/ (CONFORMANCE_FULL=1: long timers too; CONFORMANCE_PARALLEL=1: suites side by side).
 	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) go run ./test/conformance/cmd/conformance
 
 .PHONY: demo
