@@ -620,7 +620,14 @@ func TestQuotaBatchKeepsTheDecisionDelay(t *testing.T) {
 	// Each M (10 / 16) fits alone beside the control plane; both together need 56 GB.
 	start1 := time.Now()
 	create(t, newGroup("bd-1", "M", 1))
-	time.Sleep(500 * time.Millisecond) // the second creation lands inside the first's window
+	// The second creation lands inside the first's window: once the operator holds the first
+	// (its finalizer), the batch is open.
+	eventually(t, time.Second, func() error {
+		if !controllerutil.ContainsFinalizer(get(t, "bd-1"), operator.Finalizer) {
+			return errors.New("bd-1 not seen by the operator yet")
+		}
+		return nil
+	})
 	start2 := time.Now()
 	create(t, newGroup("bd-2", "M", 1))
 	for _, c := range []struct {
