@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/awslabs/operatorpkg/status"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -85,27 +84,6 @@ func (c *CloudProvider) GetSupportedNodeClasses() []status.Object {
 // Reboot implements cloudprovider.CloudProvider: the NodeGroup API cannot reboot a VM.
 func (c *CloudProvider) Reboot(context.Context, *karpv1.NodeClaim, string) error {
 	return cloudprovider.NewNodeRebootNotImplementedError()
-}
-
-// RepairPolicies implements cloudprovider.CloudProvider. A node whose kubelet reports
-// NotReady or stops reporting for 10 minutes is replaced; CKE offers no in-place repair.
-func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
-	return []cloudprovider.RepairPolicy{
-		{
-			// The set's single fallback policy, as core requires.
-			ConditionType:      corev1.NodeReady,
-			ConditionStatus:    corev1.ConditionFalse,
-			TolerationDuration: 10 * time.Minute,
-			Action:             cloudprovider.ReplaceNode,
-		},
-		{
-			ConditionType:      corev1.NodeReady,
-			ConditionStatus:    corev1.ConditionUnknown,
-			ReasonRegex:        ".*",
-			TolerationDuration: 10 * time.Minute,
-			Action:             cloudprovider.ReplaceNode,
-		},
-	}
 }
 
 // Create implements cloudprovider.CloudProvider.
