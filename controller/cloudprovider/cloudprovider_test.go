@@ -33,7 +33,8 @@ func TestCreateLaunchesTheCheapestFittingFlavorAndWaitsForAcceptance(t *testing.
 	group := awaitGroup(g, nc.Name)
 	g.Expect(group.Spec.Flavor).To(Equal("XS"))
 	g.Expect(group.Spec.NodeCount).To(Equal(int32(1)))
-	g.Expect(group.OwnerReferences).To(ConsistOf(HaveField("UID", nc.UID)))
+	g.Expect(group.OwnerReferences).To(BeEmpty(), "a foreground deletion of the claim must not take the group with it")
+	g.Expect(group.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClaimUID, string(nc.UID)))
 	g.Expect(group.Labels).To(HaveKeyWithValue(v1alpha1.LabelNodeClaim, nc.Name))
 	g.Expect(group.Labels).To(HaveKeyWithValue(v1alpha1.LabelNodeClass, f.class.Name))
 	g.Expect(group.Labels).To(HaveKeyWithValue(karpv1.NodePoolLabelKey, "pool"))
@@ -246,10 +247,10 @@ func TestDeleteOnlyDeletesOwnedGroupsOnce(t *testing.T) {
 	g.Expect(env.Client.Patch(ctx, owned, patch)).To(Succeed())
 	g.Expect(cloudprovider.IsNodeClaimNotFoundError(f.provider.Delete(ctx, nc))).To(BeTrue())
 
-	// A hand-made copy that carries our labels but no owner reference is never deleted.
+	// A hand-made copy that carries our labels but no claim UID is never deleted.
 	copied := f.newClaim(g, "1", "1Gi")
 	lookalike := nodegroup.Build(copied, f.class, "S")
-	lookalike.OwnerReferences = nil
+	delete(lookalike.Annotations, v1alpha1.AnnotationNodeClaimUID)
 	g.Expect(env.Client.Create(ctx, lookalike)).To(Succeed())
 	copied.Status.ProviderID = nodegroup.ProviderID(lookalike.Name)
 	err = f.provider.Delete(ctx, copied)

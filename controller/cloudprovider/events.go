@@ -119,7 +119,7 @@ func deleteRefused(claim *karpv1.NodeClaim, group string) events.Event {
 		InvolvedObject: claim,
 		Type:           corev1.EventTypeWarning,
 		Reason:         ReasonDeleteRefused,
-		Message:        fmt.Sprintf("Refusing to delete NodeGroup %s: it carries no owner reference to this NodeClaim", group),
+		Message:        fmt.Sprintf("Refusing to delete NodeGroup %s: it does not name this NodeClaim's UID", group),
 		DedupeValues:   []string{string(claim.UID)},
 	}
 }

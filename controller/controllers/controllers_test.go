@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -191,7 +192,7 @@ func TestGarbageCollection(t *testing.T) {
 	orphan := nodegroup.Build(gone, class, "S")
 	lookalike := nodegroup.Build(newClaim(g, class.Name), class, "S")
 	lookalike.Name = name("copied")
-	lookalike.OwnerReferences = nil
+	delete(lookalike.Annotations, v1alpha1.AnnotationNodeClaimUID)
 	for _, o := range []*ngv1.NodeGroup{kept, orphan, lookalike} {
 		g.Expect(kube.Create(ctx, o)).To(Succeed())
 	}
@@ -209,7 +210,42 @@ func TestGarbageCollection(t *testing.T) {
 	g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(kept), kept)).To(Succeed())
 	g.Expect(kept.DeletionTimestamp).To(BeNil())
 	g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(lookalike), lookalike)).To(Succeed())
-	g.Expect(lookalike.DeletionTimestamp).To(BeNil(), "a group without an owner reference is never deleted")
+	g.Expect(lookalike.DeletionTimestamp).To(BeNil(), "a group that names no NodeClaim UID is never deleted")
+}
+
+// Groups launched by the upstream provider or by earlier versions of this one name their claim
+// in an owner reference, which lets Kubernetes' garbage collector delete the group (and the
+// VM) as soon as the claim is deleted with foreground propagation, before the drain. A pass
+// moves them to the claim UID annotation, keeping the same claim and every other owner.
+func TestGarbageCollectionMigratesOwnerReferences(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	class := newClass(g, nil)
+	claim := newClaim(g, class.Name)
+	legacy := nodegroup.Build(claim, class, "S")
+	delete(legacy.Annotations, v1alpha1.AnnotationNodeClaimUID)
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keep-me", UID: "cm-uid"}
+	legacy.OwnerReferences = []metav1.OwnerReference{
+		other,
+		{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: claim.Name, UID: claim.UID, BlockOwnerDeletion: ptr.To(true)},
+	}
+	g.Expect(kube.Create(ctx, legacy)).To(Succeed())
+
+	g.Expect(gc.Collect(ctx)).To(Succeed())
+	got := &ngv1.NodeGroup{}
+	g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(legacy), got)).To(Succeed())
+	g.Expect(got.OwnerReferences).To(Equal([]metav1.OwnerReference{other}), "only the NodeClaim reference goes")
+	g.Expect(got.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClaimUID, string(claim.UID)))
+	g.Expect(got.DeletionTimestamp).To(BeNil())
+	proven, err := nodegroup.ConfirmOwner(ctx, kube, got)
+	g.Expect(err).NotTo(HaveOccurred(), "still provably the claim's after the move")
+	g.Expect(proven.UID).To(Equal(claim.UID))
+
+	// A second pass has nothing left to move and changes nothing.
+	g.Expect(gc.Collect(ctx)).To(Succeed())
+	again := &ngv1.NodeGroup{}
+	g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(legacy), again)).To(Succeed())
+	g.Expect(again.ResourceVersion).To(Equal(got.ResourceVersion))
 }
 
 func TestLaunchedClaimWhoseGroupVanishedIsFastFailed(t *testing.T) {

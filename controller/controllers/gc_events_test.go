@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
@@ -82,7 +83,7 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 	// again on every pass its own updates kick, until remindEvery has passed.
 	copied := nodegroup.Build(newClaim(g, class.Name), class, "S")
 	copied.Name = name("copied")
-	copied.OwnerReferences = nil
+	delete(copied.Annotations, v1alpha1.AnnotationNodeClaimUID)
 	g.Expect(kube.Create(ctx, copied)).To(Succeed())
 	refusals := func() int {
 		n := 0

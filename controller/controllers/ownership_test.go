@@ -33,7 +33,7 @@ func notStamped(g Gomega, seen *[]string, group, says string) {
 }
 
 // A provider ID makes Karpenter adopt a node, so the stamper asks for the same proof as the
-// destructive paths: an owner reference to a NodeClaim that an uncached read finds alive.
+// destructive paths: the UID of a NodeClaim that an uncached read finds alive.
 func TestProviderIDNeedsProofOfOwnership(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -42,9 +42,10 @@ func TestProviderIDNeedsProofOfOwnership(t *testing.T) {
 	owned := nodegroup.Build(claim, class, "S")
 
 	// Hand-copied manifests of a managed group, under another name (a name is unique): one
-	// without the owner reference, one that kept it and so points at a live claim.
+	// without the claim UID, one that kept it and so points at a live claim.
 	noOwner := owned.DeepCopy()
-	noOwner.Name, noOwner.OwnerReferences = name("copied"), nil
+	noOwner.Name = name("copied")
+	delete(noOwner.Annotations, v1alpha1.AnnotationNodeClaimUID)
 	keptOwner := owned.DeepCopy()
 	keptOwner.Name = name("copied")
 	for _, copied := range []*ngv1.NodeGroup{noOwner, keptOwner} {
@@ -57,7 +58,7 @@ func TestProviderIDNeedsProofOfOwnership(t *testing.T) {
 
 	g.Eventually(providerIDOf(g, ownedNode.Name)).WithTimeout(wait).Should(Equal("clevercloud://" + owned.Name))
 	var seen []string
-	notStamped(g, &seen, noOwner.Name, "no owner reference to a NodeClaim")
+	notStamped(g, &seen, noOwner.Name, "no NodeClaim UID")
 	notStamped(g, &seen, keptOwner.Name, "do not both name the group")
 	g.Expect(providerIDOf(g, copiedNode.Name)()).To(BeEmpty())
 	g.Expect(providerIDOf(g, keptNode.Name)()).To(BeEmpty())

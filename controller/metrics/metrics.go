@@ -40,7 +40,7 @@ var (
 	// GarbageRefused counts groups that look managed but lack ownership proof.
 	GarbageRefused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Subsystem: "nodegroup", Name: "garbage_collection_refused",
-		Help: "NodeGroups that carry the provider's labels but no owner reference to a NodeClaim, which garbage collection refuses to delete, by reason.",
+		Help: "NodeGroups that carry the provider's labels but name no NodeClaim UID, which garbage collection refuses to delete, by reason.",
 	}, []string{"reason"})
 	// Resized counts managed groups whose nodeCount was changed out of band.
 	Resized = prometheus.NewGauge(prometheus.GaugeOpts{

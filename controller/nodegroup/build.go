@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/karpenter/pkg/apis"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -41,9 +42,30 @@ func IsManaged(g *ngv1.NodeGroup) bool {
 	return g.Labels[v1alpha1.LabelNodeClaim] != ""
 }
 
-// OwnerClaim returns the owner reference to a NodeClaim, if any: the proof that a group was
-// launched for Karpenter and not hand-copied with our labels.
-func OwnerClaim(g *ngv1.NodeGroup) *metav1.OwnerReference {
+// Owner names the NodeClaim a group claims to be launched for.
+type Owner struct {
+	Name string
+	UID  types.UID
+}
+
+// OwnerClaim returns the NodeClaim a group claims to be launched for, or nil: the claim UID
+// annotation with the group's nodeclaim label, or else an owner reference to a NodeClaim (how
+// the upstream provider and this provider's earlier versions recorded it; MigrateOwner moves
+// such groups to the annotation). It is a claim, not a proof: ConfirmOwner proves it.
+func OwnerClaim(g *ngv1.NodeGroup) *Owner {
+	if uid := g.Annotations[v1alpha1.AnnotationNodeClaimUID]; uid != "" {
+		return &Owner{Name: g.Labels[v1alpha1.LabelNodeClaim], UID: types.UID(uid)}
+	}
+	if ref := LegacyOwnerReference(g); ref != nil {
+		return &Owner{Name: ref.Name, UID: ref.UID}
+	}
+	return nil
+}
+
+// LegacyOwnerReference returns a group's owner reference to a NodeClaim, if any. Such a
+// reference lets Kubernetes' garbage collector delete the group, and so the VM, as soon as
+// the claim is deleted with foreground propagation, before Karpenter drains the node.
+func LegacyOwnerReference(g *ngv1.NodeGroup) *metav1.OwnerReference {
 	for i, ref := range g.OwnerReferences {
 		if ref.Kind == "NodeClaim" && strings.HasPrefix(ref.APIVersion, apis.Group+"/") {
 			return &g.OwnerReferences[i]
@@ -56,35 +78,35 @@ func OwnerClaim(g *ngv1.NodeGroup) *metav1.OwnerReference {
 var ErrNotOwned = errors.New("nodegroup is not owned by a live NodeClaim")
 
 // ConfirmOwner proves that a group was launched for Karpenter before anything acts on it as
-// such: it has an owner reference to a NodeClaim, it is named and labelled after that claim
-// (Build's shape: a hand-copied manifest cannot reuse the name, so copying the owner
-// reference too is not enough), and an uncached read through api finds that NodeClaim with
-// the referenced UID (a cache may still hold a claim that is gone, or miss one just created).
-// It returns the claim, an error wrapping ErrNotOwned that says why the proof fails, or
-// another error when the read itself failed.
+// such: it names a NodeClaim by UID (OwnerClaim), it is named and labelled after that claim
+// (Build's shape: a hand-copied manifest cannot reuse the name, so copying the UID too is not
+// enough), and an uncached read through api finds that NodeClaim with that UID (a cache may
+// still hold a claim that is gone, or miss one just created). It returns the claim, an error
+// wrapping ErrNotOwned that says why the proof fails, or another error when the read itself
+// failed.
 func ConfirmOwner(ctx context.Context, api client.Reader, g *ngv1.NodeGroup) (*karpv1.NodeClaim, error) {
-	ref := OwnerClaim(g)
+	owner := OwnerClaim(g)
 	switch {
-	case ref == nil:
-		return nil, fmt.Errorf("%w: no owner reference to a NodeClaim", ErrNotOwned)
-	case ref.Name != g.Name || g.Labels[v1alpha1.LabelNodeClaim] != g.Name:
-		return nil, fmt.Errorf("%w: owner NodeClaim %q and label %s=%q do not both name the group", ErrNotOwned, ref.Name, v1alpha1.LabelNodeClaim, g.Labels[v1alpha1.LabelNodeClaim])
+	case owner == nil:
+		return nil, fmt.Errorf("%w: no NodeClaim UID (annotation %s)", ErrNotOwned, v1alpha1.AnnotationNodeClaimUID)
+	case owner.Name != g.Name || g.Labels[v1alpha1.LabelNodeClaim] != g.Name:
+		return nil, fmt.Errorf("%w: owner NodeClaim %q and label %s=%q do not both name the group", ErrNotOwned, owner.Name, v1alpha1.LabelNodeClaim, g.Labels[v1alpha1.LabelNodeClaim])
 	}
 	claim := &karpv1.NodeClaim{}
-	if err := api.Get(ctx, client.ObjectKey{Name: ref.Name}, claim); err != nil {
+	if err := api.Get(ctx, client.ObjectKey{Name: owner.Name}, claim); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: owner NodeClaim %q is gone", ErrNotOwned, ref.Name)
+			return nil, fmt.Errorf("%w: owner NodeClaim %q is gone", ErrNotOwned, owner.Name)
 		}
-		return nil, fmt.Errorf("reading owner nodeclaim %q of nodegroup %q: %w", ref.Name, g.Name, err)
+		return nil, fmt.Errorf("reading owner nodeclaim %q of nodegroup %q: %w", owner.Name, g.Name, err)
 	}
-	if claim.UID != ref.UID {
-		return nil, fmt.Errorf("%w: NodeClaim %q has UID %s, the owner reference names UID %s", ErrNotOwned, ref.Name, claim.UID, ref.UID)
+	if claim.UID != owner.UID {
+		return nil, fmt.Errorf("%w: NodeClaim %q has UID %s, the group names UID %s", ErrNotOwned, owner.Name, claim.UID, owner.UID)
 	}
 	return claim, nil
 }
 
-// Build is the NodeGroup for a NodeClaim of a flavor: named after the claim, one node, owned
-// by the claim, labelled for ownership (object labels, never copied to nodes), stamped with the
+// Build is the NodeGroup for a NodeClaim of a flavor: named after the claim, one node, stamped
+// with the claim's UID (no owner reference: see AnnotationNodeClaimUID), labelled for ownership (object labels, never copied to nodes), stamped with the
 // class hash, and carrying the user labels and the taints its node must have from the moment
 // it joins.
 func Build(claim *karpv1.NodeClaim, class *v1alpha1.CleverNodeClass, flavor string) *ngv1.NodeGroup {
@@ -111,14 +133,8 @@ func Build(claim *karpv1.NodeClaim, class *v1alpha1.CleverNodeClass, flavor stri
 			Annotations: map[string]string{
 				v1alpha1.AnnotationNodeClassHash:        class.Hash(),
 				v1alpha1.AnnotationNodeClassHashVersion: v1alpha1.NodeClassHashVersion,
+				v1alpha1.AnnotationNodeClaimUID:         string(claim.UID),
 			},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion:         apis.Group + "/v1",
-				Kind:               "NodeClaim",
-				Name:               claim.Name,
-				UID:                claim.UID,
-				BlockOwnerDeletion: ptr(true),
-			}},
 		},
 		Spec: ngv1.NodeGroupSpec{
 			Flavor:    flavor,
@@ -169,5 +185,3 @@ func OwnedSpecLabels(g *ngv1.NodeGroup) []string {
 	slices.Sort(out)
 	return out
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 )
 
 // ErrNotOurs means a NodeGroup of that name exists but was not launched for this NodeClaim.
@@ -45,10 +48,39 @@ func (c *Client) Create(ctx context.Context, g *ngv1.NodeGroup) (*ngv1.NodeGroup
 		return nil, fmt.Errorf("reading existing nodegroup %q: %w", g.Name, err)
 	}
 	want, got := OwnerClaim(g), OwnerClaim(existing)
-	if want == nil || got == nil || want.UID != got.UID {
+	if want == nil || got == nil || want.UID != got.UID || want.Name != got.Name {
 		return nil, fmt.Errorf("creating nodegroup %q: %w", g.Name, ErrNotOurs)
 	}
 	return existing, nil
+}
+
+// MigrateOwner moves a group's ownership from an owner reference to a NodeClaim (written by
+// the upstream provider and by this provider's earlier versions) to the claim UID annotation
+// that Build writes, keeping the same claim: the owner reference would let Kubernetes' garbage
+// collector delete the group, and so the VM, the moment the claim is deleted with foreground
+// propagation, before Karpenter drains the node. It does nothing to a group without such a
+// reference, and reports whether it changed the group. The patch is conditional on the
+// group's resourceVersion, so a concurrent change makes it fail rather than be overwritten.
+func MigrateOwner(ctx context.Context, kube client.Writer, g *ngv1.NodeGroup) (bool, error) {
+	ref := LegacyOwnerReference(g)
+	if ref == nil {
+		return false, nil
+	}
+	owner := OwnerClaim(g)
+	updated := g.DeepCopy()
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	if updated.Annotations[v1alpha1.AnnotationNodeClaimUID] == "" {
+		updated.Annotations[v1alpha1.AnnotationNodeClaimUID] = string(owner.UID)
+	}
+	updated.OwnerReferences = slices.DeleteFunc(updated.OwnerReferences, func(r metav1.OwnerReference) bool {
+		return r.UID == ref.UID && r.Kind == ref.Kind && r.APIVersion == ref.APIVersion
+	})
+	if err := kube.Patch(ctx, updated, client.MergeFromWithOptions(g, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("moving nodegroup %q's ownership from an owner reference to annotation %s: %w", g.Name, v1alpha1.AnnotationNodeClaimUID, err)
+	}
+	return true, nil
 }
 
 // Wait returns the operator's decision on a group, driven by watch events: Launched

@@ -82,16 +82,13 @@ func TestBuild(t *testing.T) {
 	g.Expect(ng.Annotations).To(Equal(map[string]string{
 		"karpenter.clever-cloud.com/nodeclass-hash":         class.Hash(),
 		"karpenter.clever-cloud.com/nodeclass-hash-version": "v1",
+		"karpenter.clever-cloud.com/nodeclaim-uid":          string(claim.UID),
 	}))
 	g.Expect(ng.Annotations[v1alpha1.AnnotationNodeClassHash]).NotTo(BeEmpty())
 
-	g.Expect(ng.OwnerReferences).To(HaveLen(1))
-	ref := ng.OwnerReferences[0]
-	g.Expect(ref.APIVersion).To(Equal("karpenter.sh/v1"))
-	g.Expect(ref.Kind).To(Equal("NodeClaim"))
-	g.Expect(ref.Name).To(Equal("default-abcde"))
-	g.Expect(ref.UID).To(Equal(claim.UID))
-	g.Expect(ref.BlockOwnerDeletion).To(HaveValue(BeTrue()))
+	// No owner reference: a claim deleted with foreground propagation would have Kubernetes'
+	// garbage collector delete the group, and the VM, before Karpenter drains the node.
+	g.Expect(ng.OwnerReferences).To(BeEmpty())
 
 	g.Expect(ng.Spec.Flavor).To(Equal("M"))
 	g.Expect(ng.Spec.NodeCount).To(Equal(int32(1)))
@@ -115,7 +112,8 @@ func TestBuild(t *testing.T) {
 
 	// What Build makes, the ownership helpers recognise.
 	g.Expect(IsManaged(ng)).To(BeTrue())
-	g.Expect(OwnerClaim(ng)).To(Equal(&ng.OwnerReferences[0]))
+	g.Expect(OwnerClaim(ng)).To(Equal(&Owner{Name: "default-abcde", UID: claim.UID}))
+	g.Expect(LegacyOwnerReference(ng)).To(BeNil())
 }
 
 func TestBuildMinimalClaim(t *testing.T) {
@@ -284,40 +282,44 @@ func TestProviderIDRoundTrip(t *testing.T) {
 
 func TestIsManagedAndOwnerClaim(t *testing.T) {
 	claimRef := metav1.OwnerReference{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: "c", UID: "u"}
+	uid := map[string]string{v1alpha1.AnnotationNodeClaimUID: "u2"}
 	for _, tc := range []struct {
-		name    string
-		labels  map[string]string
-		refs    []metav1.OwnerReference
-		managed bool
-		owner   *metav1.OwnerReference
+		name        string
+		labels      map[string]string
+		annotations map[string]string
+		refs        []metav1.OwnerReference
+		managed     bool
+		owner       *Owner
+		legacy      bool
 	}{
-		{"nothing", nil, nil, false, nil},
-		{"label only", map[string]string{v1alpha1.LabelNodeClaim: "c"}, nil, true, nil},
-		{"empty label value", map[string]string{v1alpha1.LabelNodeClaim: ""}, nil, false, nil},
-		{"other labels only", map[string]string{v1alpha1.LabelNodeClass: "x"}, nil, false, nil},
-		{"owner only", nil, []metav1.OwnerReference{claimRef}, false, &claimRef},
-		{"label and owner", map[string]string{v1alpha1.LabelNodeClaim: "c"}, []metav1.OwnerReference{claimRef}, true, &claimRef},
-		{"other version of karpenter.sh", nil, []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1beta1", Kind: "NodeClaim", Name: "c", UID: "u"}}, false,
-			&metav1.OwnerReference{APIVersion: "karpenter.sh/v1beta1", Kind: "NodeClaim", Name: "c", UID: "u"}},
-		{"NodeClaim of another group", nil, []metav1.OwnerReference{{APIVersion: "evil.example/v1", Kind: "NodeClaim", Name: "c"}}, false, nil},
-		{"group that only starts like karpenter.sh", nil, []metav1.OwnerReference{{APIVersion: "karpenter.sh.evil/v1", Kind: "NodeClaim", Name: "c"}}, false, nil},
-		{"karpenter.sh but not a NodeClaim", nil, []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodePool", Name: "c"}}, false, nil},
-		{"NodeClaim after another owner", nil, []metav1.OwnerReference{
+		{"nothing", nil, nil, nil, false, nil, false},
+		{"label only", map[string]string{v1alpha1.LabelNodeClaim: "c"}, nil, nil, true, nil, false},
+		{"empty label value", map[string]string{v1alpha1.LabelNodeClaim: ""}, nil, nil, false, nil, false},
+		{"other labels only", map[string]string{v1alpha1.LabelNodeClass: "x"}, nil, nil, false, nil, false},
+		{"label and claim UID", map[string]string{v1alpha1.LabelNodeClaim: "c"}, uid, nil, true, &Owner{"c", "u2"}, false},
+		{"empty claim UID", map[string]string{v1alpha1.LabelNodeClaim: "c"}, map[string]string{v1alpha1.AnnotationNodeClaimUID: ""}, nil, true, nil, false},
+		{"owner reference only", nil, nil, []metav1.OwnerReference{claimRef}, false, &Owner{"c", "u"}, true},
+		{"label and owner reference", map[string]string{v1alpha1.LabelNodeClaim: "c"}, nil, []metav1.OwnerReference{claimRef}, true, &Owner{"c", "u"}, true},
+		{"the annotation wins over an owner reference", map[string]string{v1alpha1.LabelNodeClaim: "c"}, uid, []metav1.OwnerReference{claimRef}, true, &Owner{"c", "u2"}, true},
+		{"other version of karpenter.sh", nil, nil, []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1beta1", Kind: "NodeClaim", Name: "c", UID: "u"}}, false, &Owner{"c", "u"}, true},
+		{"NodeClaim of another group", nil, nil, []metav1.OwnerReference{{APIVersion: "evil.example/v1", Kind: "NodeClaim", Name: "c"}}, false, nil, false},
+		{"group that only starts like karpenter.sh", nil, nil, []metav1.OwnerReference{{APIVersion: "karpenter.sh.evil/v1", Kind: "NodeClaim", Name: "c"}}, false, nil, false},
+		{"karpenter.sh but not a NodeClaim", nil, nil, []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodePool", Name: "c"}}, false, nil, false},
+		{"NodeClaim after another owner", nil, nil, []metav1.OwnerReference{
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, claimRef,
-		}, false, &claimRef},
+		}, false, &Owner{"c", "u"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ng := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "g", Labels: tc.labels, OwnerReferences: tc.refs}}
+			ng := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "g", Labels: tc.labels, Annotations: tc.annotations, OwnerReferences: tc.refs}}
 			g.Expect(IsManaged(ng)).To(Equal(tc.managed))
-			got := OwnerClaim(ng)
-			if tc.owner == nil {
-				g.Expect(got).To(BeNil())
+			g.Expect(OwnerClaim(ng)).To(Equal(tc.owner))
+			if !tc.legacy {
+				g.Expect(LegacyOwnerReference(ng)).To(BeNil())
 				return
 			}
-			g.Expect(got).To(Equal(tc.owner))
 			// It points into the object, not at a copy.
-			g.Expect(got).To(BeIdenticalTo(&ng.OwnerReferences[len(ng.OwnerReferences)-1]))
+			g.Expect(LegacyOwnerReference(ng)).To(BeIdenticalTo(&ng.OwnerReferences[len(ng.OwnerReferences)-1]))
 		})
 	}
 }
@@ -568,12 +570,18 @@ func TestConfirmOwner(t *testing.T) {
 		why    string
 	}{
 		{"built for a live claim", built.DeepCopy, &claimReader{claim: claim}, true, ""},
-		{"hand-copied: labels but no owner reference", func() *ngv1.NodeGroup {
+		{"hand-copied: labels but no claim UID", func() *ngv1.NodeGroup {
 			ng := built.DeepCopy()
-			ng.OwnerReferences = nil
+			delete(ng.Annotations, v1alpha1.AnnotationNodeClaimUID)
 			return ng
-		}, &claimReader{claim: claim}, false, "no owner reference"},
-		{"hand-copied under another name, owner reference included", func() *ngv1.NodeGroup {
+		}, &claimReader{claim: claim}, false, "no NodeClaim UID"},
+		{"launched by an earlier version: owner reference, no annotation", func() *ngv1.NodeGroup {
+			ng := built.DeepCopy()
+			delete(ng.Annotations, v1alpha1.AnnotationNodeClaimUID)
+			ng.OwnerReferences = []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: claim.Name, UID: claim.UID}}
+			return ng
+		}, &claimReader{claim: claim}, true, ""},
+		{"hand-copied under another name, claim UID included", func() *ngv1.NodeGroup {
 			ng := built.DeepCopy()
 			ng.Name = "copy"
 			return ng

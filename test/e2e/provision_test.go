@@ -45,8 +45,9 @@ func TestProvision(t *testing.T) {
 	Expect(g.Spec.Flavor).To(Equal("2XS"))
 	Expect(g.Name).To(Equal(claim.Name))
 	Expect(g.Spec.NodeCount).To(BeEquivalentTo(1))
-	Expect(g.OwnerReferences).To(ContainElement(SatisfyAll(
-		HaveField("Kind", "NodeClaim"), HaveField("Name", claim.Name), HaveField("UID", claim.UID))))
+	// Ownership is the claim's UID, never an owner reference (see TestForegroundDeletionDrainsFirst).
+	Expect(g.OwnerReferences).To(BeEmpty())
+	Expect(g.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClaimUID, string(claim.UID)))
 	Expect(g.Labels).To(HaveKeyWithValue(v1alpha1.LabelNodeClaim, claim.Name))
 	Expect(g.Labels).To(HaveKeyWithValue(v1alpha1.LabelNodeClass, class.Name))
 	Expect(g.Labels).To(HaveKeyWithValue(karpv1.NodePoolLabelKey, pool.Name))

@@ -109,6 +109,14 @@ func TestSwitchFromUpstream(t *testing.T) {
 		g.Expect(churned()).To(BeEmpty(), "NodeGroups created or deleted at switch-over")
 	}).WithTimeout(20 * time.Second).WithPolling(time.Second).Should(Succeed())
 	Expect(s.EventsSince("NodeGroupLegacyLabels", claim.Name)).NotTo(BeEmpty(), "the legacy spec.labels are reported")
+	// Upstream's owner reference is moved to the claim UID annotation, so that deleting the
+	// claim with foreground propagation no longer takes the VM down before the drain.
+	Eventually(func(g Gomega) {
+		got := &ngv1.NodeGroup{}
+		g.Expect(env.Client.Get(s.Ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
+		g.Expect(got.OwnerReferences).To(BeEmpty())
+		g.Expect(got.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClaimUID, string(claim.UID)))
+	}).WithTimeout(gcTimeout).WithPolling(time.Second).Should(Succeed())
 
 	// A class change rolls the adopted node.
 	harness.Update(s, class.DeepCopy(), func(c *v1alpha1.CleverNodeClass) { c.Spec.Labels["example.com/rev"] = "two" })

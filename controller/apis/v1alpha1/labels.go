@@ -8,7 +8,8 @@ const Group = "karpenter.clever-cloud.com"
 // Labels and annotations the provider writes on NodeGroups and exposes on instance types.
 const (
 	// LabelNodeClaim names the NodeClaim a NodeGroup was launched for. Its presence makes a
-	// NodeGroup "managed" for reads; destructive paths also require an owner reference.
+	// NodeGroup "managed" for reads; destructive paths also require the claim's UID
+	// (AnnotationNodeClaimUID) to match a live NodeClaim.
 	LabelNodeClaim = Group + "/nodeclaim"
 	// LabelNodeClass names the CleverNodeClass a NodeGroup was built from.
 	LabelNodeClass = Group + "/nodeclass"
@@ -16,6 +17,13 @@ const (
 	LabelInstanceCPU = Group + "/instance-cpu"
 	// LabelInstanceMemory is the flavor's nominal memory in MiB, as an integer (e.g. "12288").
 	LabelInstanceMemory = Group + "/instance-memory"
+
+	// AnnotationNodeClaimUID is the UID of the NodeClaim a NodeGroup was launched for: the
+	// ownership proof. It is deliberately not an owner reference: Kubernetes' garbage
+	// collector deletes every dependent of an object deleted with foreground propagation before
+	// the object's own finalizers run, which would tear the VM down before Karpenter drained
+	// the node.
+	AnnotationNodeClaimUID = Group + "/nodeclaim-uid"
 
 	// AnnotationNodeClassHash is the hash of the CleverNodeClass spec a NodeGroup was built from.
 	AnnotationNodeClassHash = Group + "/nodeclass-hash"

@@ -11,8 +11,9 @@ import (
 // What the public upstream provider (CleverCloud/karpenter-provider-clever-cloud up to v0.12,
 // Helm-installed) writes on the NodeGroups it launches. A cluster switched over in place keeps
 // those groups running; this provider adopts them (same name as the NodeClaim, the same
-// /nodeclaim and /nodeclass labels, an owner reference to the NodeClaim) and needs these keys
-// only to evaluate their drift and to describe them.
+// /nodeclaim and /nodeclass labels, an owner reference to the NodeClaim, which garbage
+// collection moves to AnnotationNodeClaimUID) and needs these keys only to evaluate their drift
+// and to describe them.
 const (
 	// UpstreamAnnotationNodeClassHash is the drift stamp upstream writes at creation.
 	UpstreamAnnotationNodeClassHash = Group + "/clevernodeclass-hash"

@@ -1,13 +1,16 @@
 // Package garbagecollection reconciles NodeGroups against NodeClaims:
 //   - reaps managed groups whose owner NodeClaim an uncached read confirms gone;
-//   - refuses, loudly, groups that carry our labels but no owner reference (a hand-copied
+//   - refuses, loudly, groups that carry our labels but name no NodeClaim UID (a hand-copied
 //     manifest must never be deleted by us);
+//   - moves groups that record their claim in an owner reference (the upstream provider's and
+//     our earlier versions' way) to the claim UID annotation, so that a claim deleted with
+//     foreground propagation no longer takes its VM down before the drain;
 //   - fast-fails launched NodeClaims whose group vanished before the node registered, instead
 //     of letting them burn Karpenter's registration timeout;
 //   - surfaces groups resized out of band, and never fights them.
 //
 // A pass runs on a period and, sooner, when a NodeGroup is deleted, when a group that needs
-// reporting (no owner, resized) appears or changes, or when a NodeClaim is launched but
+// reporting (no owner, resized) or migrating appears or changes, or when a NodeClaim is launched but
 // unregistered: the platform deletes groups upstream, and a fast-fail that waits for the next
 // period costs that claim up to a period of pending pods. The period stays as the backstop for
 // missed events and for reaping, which waits out a grace anyway. Kicks are coalesced and
@@ -34,6 +37,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
@@ -119,10 +123,12 @@ func (c *Controller) kick() {
 }
 
 // kickIfNeedsReport kicks for a group that looks managed but has no owner claim, or was
-// resized: the user should hear about it now, not a period later.
+// resized: the user should hear about it now, not a period later; and for a group whose claim
+// is still an owner reference, which is at risk until it is migrated.
 func (c *Controller) kickIfNeedsReport(obj any) {
 	g, ok := obj.(*ngv1.NodeGroup)
-	if ok && nodegroup.IsManaged(g) && g.DeletionTimestamp == nil && (nodegroup.OwnerClaim(g) == nil || g.Spec.NodeCount != 1) {
+	if ok && nodegroup.IsManaged(g) && g.DeletionTimestamp == nil &&
+		(nodegroup.OwnerClaim(g) == nil || nodegroup.LegacyOwnerReference(g) != nil || g.Spec.NodeCount != 1) {
 		c.kick()
 	}
 }
@@ -221,10 +227,16 @@ func (c *Controller) Collect(ctx context.Context) error {
 			refused++
 			if c.due(current, ReasonRefused, g) {
 				c.recorder.Eventf(g, corev1.EventTypeWarning, ReasonRefused,
-					"carries the provider's labels but no owner reference to a NodeClaim; not deleting it")
+					"carries the provider's labels but names no NodeClaim (annotation %s); not deleting it", v1alpha1.AnnotationNodeClaimUID)
 				log.FromContext(ctx).Info("refusing to garbage-collect a nodegroup without an owner NodeClaim", "nodegroup", g.Name)
 			}
 			continue
+		}
+		if migrated, err := nodegroup.MigrateOwner(ctx, c.kube, g); err != nil {
+			log.FromContext(ctx).Error(err, "migrating nodegroup ownership", "nodegroup", g.Name)
+		} else if migrated {
+			log.FromContext(ctx).Info("moved nodegroup ownership from an owner reference to the claim UID annotation",
+				"nodegroup", g.Name, "nodeclaim", owner.Name)
 		}
 		if _, ok := live[string(owner.UID)]; ok || c.clock.Since(g.CreationTimestamp.Time) < c.grace {
 			continue
@@ -238,7 +250,7 @@ func (c *Controller) Collect(ctx context.Context) error {
 			delete(c.reported, key) // fixed or gone: report it afresh if it comes back
 		}
 	}
-	metrics.GarbageRefused.WithLabelValues("NoOwnerReference").Set(float64(refused))
+	metrics.GarbageRefused.WithLabelValues("NoOwnerClaim").Set(float64(refused))
 	metrics.Resized.Set(float64(resized))
 	for _, nc := range claims.Items {
 		c.fastFail(ctx, &nc, existing)

@@ -11,8 +11,8 @@
 //   - a group still not Synced overdueAfter after its creation is surfaced (gauge, event) and
 //     nothing is deleted: one group took 6 min 30 s to sync on a live cluster and still worked.
 //
-// Deleting a NodeClaim is destructive, so it follows the garbage collector's rules: an owner
-// reference proves the group was launched for that claim, an uncached read confirms both the
+// Deleting a NodeClaim is destructive, so it follows the garbage collector's rules: the claim's UID
+// on the group proves the group was launched for that claim, an uncached read confirms both the
 // refusal and the claim, and the delete carries the claim's UID and resourceVersion as
 // preconditions, so a claim that registered (or changed at all) meanwhile is never deleted.
 package launch
@@ -257,8 +257,8 @@ func (c *Controller) failLaunch(ctx context.Context, cached *karpv1.NodeClaim, g
 	if fresh.UID != group.UID || !verdict.Outcome.Refusal() {
 		return reconcile.Result{}, nil // the cache was stale; the next event judges again
 	}
-	// Ownership proof and an uncached read of the claim: the owner reference, the group's
-	// name and label, and the live claim with the referenced UID.
+	// Ownership proof and an uncached read of the claim: the claim UID on the group, the
+	// group's name and label, and the live claim with that UID.
 	claim, err := nodegroup.ConfirmOwner(ctx, c.api, fresh)
 	if err != nil {
 		if errors.Is(err, nodegroup.ErrNotOwned) {

@@ -3,8 +3,8 @@
 // registers.
 //
 // A provider ID makes Karpenter adopt a node, so it is stamped only with the same ownership
-// proof the destructive paths require (nodegroup.ConfirmOwner: an owner reference to a
-// NodeClaim, confirmed by an uncached read), and only on the one node of a one-node group: a
+// proof the destructive paths require (nodegroup.ConfirmOwner: the UID of a NodeClaim
+// that an uncached read finds alive), and only on the one node of a one-node group: a
 // hand-copied group that kept our labels, or the extra nodes of a group resized out of band,
 // are left alone.
 package providerid
