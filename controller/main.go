@@ -26,7 +26,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/launch"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
-	quotausage "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quota"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotausage"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"

@@ -42,7 +42,7 @@ import (
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/launch"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
-	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quota"
+	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotausage"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"

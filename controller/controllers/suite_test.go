@@ -17,7 +17,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
-	quotausage "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quota"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotausage"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 	"github.com/go-logr/logr"

@@ -1,6 +1,6 @@
-// Package quota keeps the quota tracker's usage current: every NodeGroup (ours, pre-existing
+// Package quotausage keeps the quota tracker's usage current: every NodeGroup (ours, pre-existing
 // pools, in flight) and every control-plane node counts against the organisation quota.
-package quota
+package quotausage
 
 import (
 	"context"

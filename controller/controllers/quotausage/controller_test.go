@@ -1,4 +1,4 @@
-package quota_test
+package quotausage_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
-	quotausage "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quota"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotausage"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
