@@ -163,16 +163,16 @@ func (c *CloudProvider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*k
 
 // readyNodeClass resolves the claim's CleverNodeClass and insists it is Ready.
 func (c *CloudProvider) readyNodeClass(ctx context.Context, claim *karpv1.NodeClaim) (*v1alpha1.CleverNodeClass, error) {
-	ref := claim.Spec.NodeClassRef
-	if ref == nil || ref.Group != v1alpha1.Group || ref.Kind != "CleverNodeClass" {
+	name, ok := v1alpha1.NodeClassName(claim)
+	if !ok {
 		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("nodeclaim %q does not reference a CleverNodeClass", claim.Name))
 	}
 	class := &v1alpha1.CleverNodeClass{}
-	if err := c.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err != nil {
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, class); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("resolving CleverNodeClass %q: %w", ref.Name, err))
+			return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("resolving CleverNodeClass %q: %w", name, err))
 		}
-		return nil, fmt.Errorf("resolving CleverNodeClass %q: %w", ref.Name, err)
+		return nil, fmt.Errorf("resolving CleverNodeClass %q: %w", name, err)
 	}
 	ready := class.StatusConditions().Get(status.ConditionReady)
 	switch {
@@ -306,11 +306,12 @@ func (c *CloudProvider) Delete(ctx context.Context, claim *karpv1.NodeClaim) err
 // IsDrifted implements cloudprovider.CloudProvider: a group built from an older version of
 // its CleverNodeClass has drifted.
 func (c *CloudProvider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
-	if claim.Spec.NodeClassRef == nil {
+	className, ok := v1alpha1.NodeClassName(claim)
+	if !ok {
 		return "", nil
 	}
 	class := &v1alpha1.CleverNodeClass{}
-	if err := c.kube.Get(ctx, client.ObjectKey{Name: claim.Spec.NodeClassRef.Name}, class); err != nil {
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: className}, class); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
 	name := nodegroup.GroupName(claim.Status.ProviderID)

@@ -7,7 +7,12 @@ import (
 	"github.com/mitchellh/hashstructure/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
+
+// NodeClassKind is the kind a NodeClaim's nodeClassRef names to be built from a
+// CleverNodeClass.
+const NodeClassKind = "CleverNodeClass"
 
 func metav1AddToGroupVersion(s *runtime.Scheme) { metav1.AddToGroupVersion(s, GroupVersion) }
 
@@ -55,6 +60,16 @@ type CleverNodeClass struct {
 
 	Spec   CleverNodeClassSpec   `json:"spec,omitempty"`
 	Status CleverNodeClassStatus `json:"status,omitempty"`
+}
+
+// NodeClassName returns the name of the CleverNodeClass a NodeClaim is built from, and false
+// when the claim references none: no nodeClassRef, or another provider's class.
+func NodeClassName(claim *karpv1.NodeClaim) (string, bool) {
+	ref := claim.Spec.NodeClassRef
+	if ref == nil || ref.Group != Group || ref.Kind != NodeClassKind {
+		return "", false
+	}
+	return ref.Name, true
 }
 
 // CleverNodeClassList is a list of CleverNodeClasses.

@@ -186,3 +186,22 @@ func TestDeepCopyIsIndependent(t *testing.T) {
 	g.Expect(a.Status.Conditions[0].Type).To(Equal("Ready"))
 	g.Expect(a.Hash()).NotTo(Equal(b.Hash()))
 }
+
+func TestNodeClassNameIsOnlyACleverNodeClassReference(t *testing.T) {
+	g := NewWithT(t)
+	claim := func(ref *karpv1.NodeClassReference) *karpv1.NodeClaim {
+		return &karpv1.NodeClaim{Spec: karpv1.NodeClaimSpec{NodeClassRef: ref}}
+	}
+	name, ok := NodeClassName(claim(&karpv1.NodeClassReference{Group: Group, Kind: NodeClassKind, Name: "default"}))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(name).To(Equal("default"))
+	for _, ref := range []*karpv1.NodeClassReference{
+		nil,
+		{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+		{Group: Group, Kind: "OtherClass", Name: "default"},
+		{Group: "example.com", Kind: NodeClassKind, Name: "default"},
+	} {
+		_, ok := NodeClassName(claim(ref))
+		g.Expect(ok).To(BeFalse(), "%+v", ref)
+	}
+}

@@ -103,8 +103,8 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	return ctrl.NewControllerManagedBy(m).
 		Named("clevercloud.launch").
 		For(&karpv1.NodeClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			ref := o.(*karpv1.NodeClaim).Spec.NodeClassRef
-			return ref != nil && ref.Group == v1alpha1.Group
+			_, ours := v1alpha1.NodeClassName(o.(*karpv1.NodeClaim))
+			return ours
 		}))).
 		Watches(&ngv1.NodeGroup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			g := o.(*ngv1.NodeGroup)

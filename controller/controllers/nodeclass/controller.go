@@ -83,11 +83,11 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		For(&v1alpha1.CleverNodeClass{}).
 		// A class waiting on its claims to go is released when the last one does.
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			ref := o.(*karpv1.NodeClaim).Spec.NodeClassRef
-			if ref == nil || ref.Group != v1alpha1.Group || ref.Kind != "CleverNodeClass" {
+			name, ok := v1alpha1.NodeClassName(o.(*karpv1.NodeClaim))
+			if !ok {
 				return nil
 			}
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ref.Name}}}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
 		}))
 	if c.prices != nil {
 		b = b.WatchesRawSource(c.priceChanges())
@@ -296,10 +296,9 @@ func (c *Controller) finalize(ctx context.Context, class *v1alpha1.CleverNodeCla
 		return reconcile.Result{}, fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	var waiting []string
-	for _, nc := range claims.Items {
-		ref := nc.Spec.NodeClassRef
-		if ref != nil && ref.Group == v1alpha1.Group && ref.Kind == "CleverNodeClass" && ref.Name == class.Name {
-			waiting = append(waiting, nc.Name)
+	for i := range claims.Items {
+		if name, ok := v1alpha1.NodeClassName(&claims.Items[i]); ok && name == class.Name {
+			waiting = append(waiting, claims.Items[i].Name)
 		}
 	}
 	if len(waiting) > 0 {
