@@ -1,5 +1,7 @@
 package catalog
 
+import "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+
 // Flavor is one CKE VM size, as the base catalogue and the overrides file describe it.
 type Flavor struct {
 	// Name is the flavor as the NodeGroup API spells it: uppercase, e.g. "M".
@@ -15,6 +17,10 @@ type Flavor struct {
 	// Source says where the sizing comes from: measured on a live node, or estimated.
 	Source string `json:"source,omitempty" jsonschema:"enum=measured,enum=estimate,enum=override"`
 }
+
+// QuotaCharge is what one node of the flavor counts against the organisation quota: its vCPUs
+// and the memory it is sold with (NominalGB), not the memory its kernel reports.
+func (f Flavor) QuotaCharge() quota.Usage { return quota.Usage{CPU: f.CPU, GB: f.NominalGB} }
 
 // Override pins some fields of a flavor. Fields left out keep the base value (or the live
 // value when the price refresher runs). A flavor absent from the base catalogue must give

@@ -216,7 +216,7 @@ func (c *CloudProvider) pick(ctx context.Context, claim *karpv1.NodeClaim) (*clo
 	if best == nil {
 		msg := "no available flavor satisfies the nodeclaim's requirements and requests"
 		if len(blocked) > 0 {
-			msg += fmt.Sprintf("; the organisation quota's headroom (%s) rules out %s", headroomString(headroom), strings.Join(blocked, ", "))
+			msg += fmt.Sprintf("; the organisation quota's headroom (%s) rules out %s", quota.FormatHeadroom(headroom), strings.Join(blocked, ", "))
 		}
 		return nil, cloudprovider.NewInsufficientCapacityError(errors.New(msg))
 	}

@@ -67,21 +67,10 @@ func quotaLimited(pool *karpv1.NodePool, blocked []string, headroom quota.Usage)
 		Type:           corev1.EventTypeNormal,
 		Reason:         ReasonQuotaLimited,
 		Message: fmt.Sprintf("Organisation quota headroom is %s: flavors %s are unavailable until capacity frees (they do not fit it, were just refused, or would hold fewer of the pending pods in it than the flavors left)",
-			headroomString(headroom), strings.Join(blocked, ", ")),
+			quota.FormatHeadroom(headroom), strings.Join(blocked, ", ")),
 		DedupeValues:  []string{pool.Name, strings.Join(blocked, ",")},
 		DedupeTimeout: 5 * time.Minute,
 	}
-}
-
-func headroomString(h quota.Usage) string {
-	cpu, gb := fmt.Sprint(h.CPU), fmt.Sprint(h.GB)
-	if h.CPU >= 1<<40 {
-		cpu = "unknown"
-	}
-	if h.GB >= 1<<40 {
-		gb = "unknown"
-	}
-	return cpu + " vCPU / " + gb + " GB"
 }
 
 func quotaExceeded(claim *karpv1.NodeClaim, group, flavor, message string) events.Event {

@@ -217,13 +217,14 @@ func demandOf(p *corev1.Pod) quota.Demand {
 	return quota.Demand{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}
 }
 
-// size is what a flavor charges to the organisation quota.
+// size is what a node of the flavor charges to the organisation quota; nothing for a flavor
+// the catalogue does not have.
 func (c *CloudProvider) size(flavor string) quota.Usage {
 	f, ok := c.catalog.Flavor(flavor)
 	if !ok {
 		return quota.Usage{}
 	}
-	return quota.Usage{CPU: f.CPU, GB: f.NominalGB}
+	return f.QuotaCharge()
 }
 
 func (c *CloudProvider) fits(flavor string, headroom quota.Usage) bool {

@@ -74,6 +74,9 @@ type Usage struct {
 // Add returns u + o.
 func (u Usage) Add(o Usage) Usage { return Usage{u.CPU + o.CPU, u.GB + o.GB} }
 
+// Times returns u for each of n nodes.
+func (u Usage) Times(n int64) Usage { return Usage{u.CPU * n, u.GB * n} }
+
 // Sub returns u − o.
 func (u Usage) Sub(o Usage) Usage { return Usage{u.CPU - o.CPU, u.GB - o.GB} }
 
@@ -566,7 +569,20 @@ func (t *Tracker) Headroom() (Usage, bool) {
 	return t.headroomLocked()
 }
 
+// unbounded is the headroom of a resource whose limit is unknown: more than any cluster uses,
+// so it never constrains.
 const unbounded = int64(1) << 40
+
+// FormatHeadroom writes a headroom for people, "unknown" for a resource whose limit is unknown.
+func FormatHeadroom(h Usage) string {
+	part := func(v int64) string {
+		if v >= unbounded {
+			return "unknown"
+		}
+		return fmt.Sprint(v)
+	}
+	return part(h.CPU) + " vCPU / " + part(h.GB) + " GB"
+}
 
 // ProvisionalHeadroom is what is left of the limit launches are admitted against while no
 // limit is in force (CKE's default raised to the proven use, a stated part where stated), and

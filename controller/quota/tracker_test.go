@@ -21,6 +21,16 @@ func TestUnknownLimitConstrainsNothing(t *testing.T) {
 	g.Expect(quota.Usage{CPU: 16, GB: 32}.FitsIn(h)).To(BeTrue())
 }
 
+// The headroom of a resource whose limit is unknown reads as such, not as a huge number.
+func TestHeadroomOfAnUnknownLimitSaysUnknown(t *testing.T) {
+	g := NewWithT(t)
+	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{CPU: 40})
+	tr.Observe(quota.Usage{CPU: 16, GB: 24}, nil)
+	h, _ := tr.Headroom()
+	g.Expect(quota.FormatHeadroom(h)).To(Equal("24 vCPU / unknown GB"))
+	g.Expect(quota.FormatHeadroom(quota.Usage{CPU: 0, GB: -2})).To(Equal("0 vCPU / -2 GB"))
+}
+
 func TestConfiguredLimitGivesHeadroom(t *testing.T) {
 	g := NewWithT(t)
 	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{CPU: 40, GB: 40})

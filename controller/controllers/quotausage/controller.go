@@ -76,7 +76,7 @@ func Count(ctx context.Context, kube client.Client, cat *catalog.Catalog) (quota
 		g := &groups.Items[i]
 		gr := quota.Group{State: state(g), Deleting: g.DeletionTimestamp != nil}
 		if f, ok := cat.Flavor(g.Spec.Flavor); ok {
-			gr.Size = quota.Usage{CPU: f.CPU * int64(g.Spec.NodeCount), GB: f.NominalGB * int64(g.Spec.NodeCount)}
+			gr.Size = f.QuotaCharge().Times(int64(g.Spec.NodeCount))
 		}
 		// A flavor we cannot size charges nothing we can count; the refusal memory covers it.
 		o.Groups[g.Name] = gr
@@ -96,7 +96,7 @@ func Count(ctx context.Context, kube client.Client, cat *catalog.Catalog) (quota
 		n := &nodes.Items[i]
 		var u quota.Usage
 		if f, ok := cat.Flavor(n.Labels[ngv1.LabelFlavor]); ok {
-			u = quota.Usage{CPU: f.CPU, GB: f.NominalGB}
+			u = f.QuotaCharge()
 		} else {
 			// No flavor label: charge what the node reports, memory in nominal (decimal) GB.
 			u = quota.Usage{
