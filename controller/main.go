@@ -67,9 +67,10 @@ func main() {
 	repairPolicies := lo.Must(health.NewRepairPolicyMatcher(ctx, cloudProvider))
 	clusterState := state.NewCluster(op.Clock, op.GetClient(), cloudProvider, state.WithRepairPolicyMatcher(repairPolicies))
 
+	pricing.ReportRates(cat.BaseRates())
 	var prices nodeclass.Prices
 	if cfg.Pricing.Enabled {
-		refresher := lo.Must(pricing.New(cfg, &http.Client{}, op.Clock, func(_ context.Context, u pricing.Update) error {
+		refresher := lo.Must(pricing.New(cfg, cat.BaseRates(), &http.Client{}, op.Clock, func(_ context.Context, u pricing.Update) error {
 			return cat.SetLive(u.Rates, u.Available)
 		}))
 		lo.Must0(op.Add(refresher))

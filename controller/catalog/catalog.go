@@ -53,6 +53,9 @@ func New(base Base, region string, overrides []Override, log logr.Logger) (*Cata
 	return c, nil
 }
 
+// BaseRates are the embedded base catalogue's rates, which every base price derives from.
+func (c *Catalog) BaseRates() Rates { return c.base.Rates }
+
 // Region is the zone every instance type advertises.
 func (c *Catalog) Region() string { return c.region }
 

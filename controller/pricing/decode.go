@@ -18,9 +18,6 @@ const (
 	RAMService     = pricedoc.RAMService
 )
 
-// ReferenceRates are the base catalogue's rates, the default centre of the sanity band.
-var ReferenceRates = fromDoc(pricedoc.ReferenceRates)
-
 // DecodeProduct reads a /v4/kubernetes-product document: the sorted available flavors, the
 // union of every topology's list when topology is empty, that topology's list otherwise.
 func DecodeProduct(body []byte, topology string) ([]string, error) {
@@ -28,16 +25,18 @@ func DecodeProduct(body []byte, topology string) ([]string, error) {
 }
 
 // DecodePriceSystem reads a /v4/billing/price-system document for zone and returns the
-// validated Kubernetes node rates; reference centres the sanity band and fixes the currency
-// (ReferenceRates when zero).
+// validated Kubernetes node rates; reference, the base catalogue's rates, centres the sanity
+// band and fixes the currency.
 func DecodePriceSystem(body []byte, zone string, reference catalog.Rates) (catalog.Rates, error) {
-	r, err := pricedoc.DecodePriceSystem(body, zone, pricedoc.Rates{
-		Currency: reference.Currency, VCPUHourly: reference.VCPUHourly, RAMGBHourly: reference.RAMGBHourly,
-	})
+	r, err := pricedoc.DecodePriceSystem(body, zone, toDoc(reference))
 	if err != nil {
 		return catalog.Rates{}, err
 	}
 	return fromDoc(r), nil
+}
+
+func toDoc(r catalog.Rates) pricedoc.Rates {
+	return pricedoc.Rates{Currency: r.Currency, VCPUHourly: r.VCPUHourly, RAMGBHourly: r.RAMGBHourly}
 }
 
 func fromDoc(r pricedoc.Rates) catalog.Rates {

@@ -34,22 +34,17 @@ func loadBase(t *testing.T) catalog.Base {
 	return base
 }
 
-func TestReferenceRatesAreTheBaseCatalogue(t *testing.T) {
-	if base := loadBase(t); base.Rates != ReferenceRates {
-		t.Fatalf("ReferenceRates %+v differ from base.json %+v", ReferenceRates, base.Rates)
-	}
-}
-
 func TestRealisticPriceSystemPricesExactly(t *testing.T) {
-	rates, err := DecodePriceSystem(priceapi.PriceSystemDocument(), "par", catalog.Rates{})
+	base := loadBase(t)
+	rates, err := DecodePriceSystem(priceapi.PriceSystemDocument(), "par", base.Rates)
 	if err != nil {
 		t.Fatalf("realistic document rejected: %v", err)
 	}
-	if rates != ReferenceRates {
-		t.Fatalf("rates %+v, want %+v", rates, ReferenceRates)
+	if rates != base.Rates {
+		t.Fatalf("rates %+v, want the base catalogue's %+v", rates, base.Rates)
 	}
 	// Every flavor of the base catalogue prices exactly as the table says.
-	for _, f := range loadBase(t).Flavors {
+	for _, f := range base.Flavors {
 		if got := price(rates, f.CPU, f.NominalGB); got != f.PriceHourly {
 			t.Errorf("%s: %v EUR/h, want %v", f.Name, got, f.PriceHourly)
 		}
@@ -62,8 +57,9 @@ func TestRealisticPriceSystemPricesExactly(t *testing.T) {
 // The band's lower edge must still price the smallest flavor above zero after rounding, or a
 // "valid" document could make a flavor free.
 func TestBandFloorKeepsPricesPositive(t *testing.T) {
-	floor := catalog.Rates{VCPUHourly: ReferenceRates.VCPUHourly / RateBandFactor, RAMGBHourly: ReferenceRates.RAMGBHourly / RateBandFactor}
-	for _, f := range loadBase(t).Flavors {
+	base := loadBase(t)
+	floor := catalog.Rates{VCPUHourly: base.Rates.VCPUHourly / RateBandFactor, RAMGBHourly: base.Rates.RAMGBHourly / RateBandFactor}
+	for _, f := range base.Flavors {
 		if p := price(floor, f.CPU, f.NominalGB); p <= 0 {
 			t.Errorf("%s prices %v at the band floor", f.Name, p)
 		}
@@ -165,7 +161,7 @@ func TestPriceSystemRejections(t *testing.T) {
 			if zone == "" {
 				zone = "par"
 			}
-			rates, err := DecodePriceSystem(tt.body, zone, catalog.Rates{})
+			rates, err := DecodePriceSystem(tt.body, zone, loadBase(t).Rates)
 			if err == nil {
 				t.Fatalf("accepted, rates %+v", rates)
 			}
@@ -189,7 +185,7 @@ func TestPriceSystemEdgesAccepted(t *testing.T) {
 		d["countable"] = append(d["countable"].([]any), "junk", 42, map[string]any{"service": 7},
 			map[string]any{"service": "cellar.storage", "price_plans": "not a list"})
 	})
-	if _, err := DecodePriceSystem(body, "par", catalog.Rates{}); err != nil {
+	if _, err := DecodePriceSystem(body, "par", loadBase(t).Rates); err != nil {
 		t.Fatalf("unrelated junk rejected the document: %v", err)
 	}
 	// The band edges are inclusive, and an explicit reference moves the band.
@@ -203,8 +199,26 @@ func TestPriceSystemEdgesAccepted(t *testing.T) {
 	}
 	// No interval stated is read as hourly, as the platform documents the rates.
 	noInterval := mutate(t, func(d map[string]any) { delete(countableOf(d, RAMService), "time_interval_for_price") })
-	if _, err := DecodePriceSystem(noInterval, "par", catalog.Rates{}); err != nil {
+	if _, err := DecodePriceSystem(noInterval, "par", loadBase(t).Rates); err != nil {
 		t.Fatalf("countable without interval rejected: %v", err)
+	}
+}
+
+// The reference is the caller's to give: without it there is no band to judge a rate by, and
+// the failure is not blamed on the document.
+func TestPriceSystemNeedsAReference(t *testing.T) {
+	base := loadBase(t).Rates
+	for _, ref := range []catalog.Rates{
+		{},
+		{Currency: base.Currency, VCPUHourly: base.VCPUHourly},
+		{Currency: base.Currency, VCPUHourly: base.VCPUHourly, RAMGBHourly: math.Inf(1)},
+		{VCPUHourly: base.VCPUHourly, RAMGBHourly: base.RAMGBHourly},
+	} {
+		_, err := DecodePriceSystem(priceapi.PriceSystemDocument(), "par", ref)
+		var rej *RejectError
+		if err == nil || errors.As(err, &rej) || !strings.Contains(err.Error(), "reference rates") {
+			t.Errorf("reference %+v: error %v, want a reference error that is no *RejectError", ref, err)
+		}
 	}
 }
 

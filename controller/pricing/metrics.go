@@ -3,6 +3,8 @@ package pricing
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 )
 
 const metricsPrefix = "karpenter_clevercloud_pricing_"
@@ -49,7 +51,12 @@ var (
 
 func init() {
 	crmetrics.Registry.MustRegister(refreshAttempts, refreshFailures, productListingAvailable, consecutiveFailures, lastSuccess, ratesInUse)
-	// Without a refresher, or before it starts, the catalogue prices with the base rates.
-	ratesInUse.WithLabelValues(ResourceVCPU).Set(ReferenceRates.VCPUHourly)
-	ratesInUse.WithLabelValues(ResourceRAMGB).Set(ReferenceRates.RAMGBHourly)
+}
+
+// ReportRates publishes the rates the catalogue prices with: the base catalogue's, which the
+// controller reports at start-up whether or not a refresher runs, then each live rate a
+// refresh applies.
+func ReportRates(r catalog.Rates) {
+	ratesInUse.WithLabelValues(ResourceVCPU).Set(r.VCPUHourly)
+	ratesInUse.WithLabelValues(ResourceRAMGB).Set(r.RAMGBHourly)
 }

@@ -64,7 +64,8 @@ func TestAgainstRunningFakeAPI(t *testing.T) {
 	})
 	var got []Update
 	s := settingsFor(api.URL)
-	r, err := New(s, nil, nil, func(_ context.Context, u Update) error { got = append(got, u); return nil })
+	base := loadBase(t).Rates
+	r, err := New(s, base, nil, nil, func(_ context.Context, u Update) error { got = append(got, u); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestAgainstRunningFakeAPI(t *testing.T) {
 	if err := r.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].Rates != ReferenceRates || got[1].Rates.VCPUHourly != 0.0030 || got[1].Rates.RAMGBHourly != 0.0060 {
+	if len(got) != 2 || got[0].Rates != base || got[1].Rates.VCPUHourly != 0.0030 || got[1].Rates.RAMGBHourly != 0.0060 {
 		t.Fatalf("updates %+v", got)
 	}
 	if p := price(got[1].Rates, 10, 16); p != 0.126 {

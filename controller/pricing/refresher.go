@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing/pricedoc"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
 )
 
@@ -87,10 +88,6 @@ type Sink func(context.Context, Update) error
 // Option tunes a Refresher, mostly for tests.
 type Option func(*Refresher)
 
-// WithReferenceRates centres the sanity band on rates other than ReferenceRates, e.g. the
-// loaded base catalogue's.
-func WithReferenceRates(r catalog.Rates) Option { return func(x *Refresher) { x.reference = r } }
-
 // WithRequestTimeout bounds each HTTP request (DefaultRequestTimeout otherwise).
 func WithRequestTimeout(d time.Duration) Option { return func(x *Refresher) { x.timeout = d } }
 
@@ -150,10 +147,11 @@ var (
 
 // New builds a Refresher from the settings it needs: the endpoints and period of s.Pricing,
 // s.Region (the price-system zone_id) and s.Topology. It does not look at
-// s.Pricing.Enabled: the caller decides whether to add it to the manager. A nil client gets
-// a default one (every request is bounded by the request timeout anyway); a nil clock is the
-// real clock.
-func New(s settings.Settings, client *http.Client, clk clock.Clock, sink Sink, opts ...Option) (*Refresher, error) {
+// s.Pricing.Enabled: the caller decides whether to add it to the manager. reference are the
+// loaded base catalogue's rates: live rates must stay within RateBandFactor of them, in their
+// currency. A nil client gets a default one (every request is bounded by the request timeout
+// anyway); a nil clock is the real clock.
+func New(s settings.Settings, reference catalog.Rates, client *http.Client, clk clock.Clock, sink Sink, opts ...Option) (*Refresher, error) {
 	if sink == nil {
 		return nil, errors.New("pricing refresher: nil sink")
 	}
@@ -171,7 +169,7 @@ func New(s settings.Settings, client *http.Client, clk clock.Clock, sink Sink, o
 		client:     client,
 		clock:      clk,
 		sink:       sink,
-		reference:  ReferenceRates,
+		reference:  reference,
 		timeout:    DefaultRequestTimeout,
 		random:     rand.Float64,
 	}
@@ -188,8 +186,8 @@ func New(s settings.Settings, client *http.Client, clk clock.Clock, sink Sink, o
 	if r.zone == "" {
 		errs = append(errs, errors.New("region (the price-system zone_id) is empty"))
 	}
-	if r.reference.VCPUHourly <= 0 || r.reference.RAMGBHourly <= 0 {
-		errs = append(errs, fmt.Errorf("reference rates %+v: must be positive", r.reference))
+	if err := pricedoc.CheckReference(toDoc(r.reference)); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, checkURL("kubernetes-product URL", r.productURL))
 	if err := checkURL("price-system URL", s.Pricing.PriceSystemEndpoint()); err != nil {
@@ -212,8 +210,7 @@ func (r *Refresher) NeedLeaderElection() bool { return true }
 // not fatal, so it never takes the manager down.
 func (r *Refresher) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("pricing")
-	ratesInUse.WithLabelValues(ResourceVCPU).Set(r.reference.VCPUHourly)
-	ratesInUse.WithLabelValues(ResourceRAMGB).Set(r.reference.RAMGBHourly)
+	ReportRates(r.reference)
 	logger.Info("starting price refresher", "productURL", r.productURL, "priceSystemURL", r.priceURL,
 		"topology", r.topology, "period", r.period)
 	defer r.stopStaleTimer()
@@ -298,8 +295,7 @@ func (r *Refresher) refresh(ctx context.Context) (time.Duration, error) {
 	}
 	logChanges(logger, previous, update)
 	lastSuccess.Set(float64(now.Unix()))
-	ratesInUse.WithLabelValues(ResourceVCPU).Set(update.Rates.VCPUHourly)
-	ratesInUse.WithLabelValues(ResourceRAMGB).Set(update.Rates.RAMGBHourly)
+	ReportRates(update.Rates)
 	logger.V(1).Info("prices refreshed", "vcpuHourly", update.Rates.VCPUHourly, "ramGBHourly", update.Rates.RAMGBHourly,
 		"currency", update.Rates.Currency, "available", update.Available, "nextIn", delay)
 	return delay, nil

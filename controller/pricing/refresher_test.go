@@ -70,7 +70,7 @@ func newHarness(t *testing.T, edit func(*settings.Settings), opts ...Option) *ha
 	}
 	// A fixed jitter draw of 0.5 is no jitter at all: every delay below is exact.
 	opts = append([]Option{WithJitterSource(func() float64 { return 0.5 })}, opts...)
-	r, err := New(s, srv.Client(), recordingClock{h.clock, h.timers}, func(_ context.Context, u Update) error {
+	r, err := New(s, loadBase(t).Rates, srv.Client(), recordingClock{h.clock, h.timers}, func(_ context.Context, u Update) error {
 		h.mu.Lock()
 		err := h.sinkErr
 		h.mu.Unlock()
@@ -214,7 +214,7 @@ func TestRefresherScheduleRetryAndRecovery(t *testing.T) {
 	// Refreshes at once, with the realistic documents priced exactly, on today's API: the
 	// listing answers 401 and every catalogue flavor stays offered.
 	u := h.update()
-	if u.Rates != ReferenceRates || u.Available != nil {
+	if u.Rates != loadBase(t).Rates || u.Available != nil {
 		t.Fatalf("first update %+v", u)
 	}
 	if got := price(u.Rates, 10, 16); got != 0.1167 {
@@ -467,7 +467,7 @@ func TestJitterBounds(t *testing.T) {
 		}
 	}
 	// The default source, as wired by New, stays in the band and does spread.
-	r, err := New(settings.Defaults(), nil, nil, func(context.Context, Update) error { return nil })
+	r, err := New(settings.Defaults(), loadBase(t).Rates, nil, nil, func(context.Context, Update) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +486,8 @@ func TestJitterBounds(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	sink := func(context.Context, Update) error { return nil }
-	r, err := New(settings.Defaults(), nil, nil, sink)
+	base := loadBase(t).Rates
+	r, err := New(settings.Defaults(), base, nil, nil, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +502,7 @@ func TestNew(t *testing.T) {
 	s := settings.Defaults()
 	s.Pricing.PriceSystemURL = "https://prices.example/ps?format=json"
 	s.Region = "rbx"
-	r, err = New(s, nil, nil, sink)
+	r, err = New(s, base, nil, nil, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,17 +515,20 @@ func TestNew(t *testing.T) {
 	bad.Pricing.RefreshPeriod.Duration = 0
 	bad.Pricing.KubernetesProductURL = "ftp://nope"
 	bad.Region = ""
-	_, err = New(bad, nil, nil, sink)
+	_, err = New(bad, base, nil, nil, sink)
 	for _, want := range []string{"refresh period", "kubernetes-product URL", "region"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not mention %q", err, want)
 		}
 	}
-	if _, err := New(settings.Defaults(), nil, nil, nil); err == nil {
+	if _, err := New(settings.Defaults(), base, nil, nil, nil); err == nil {
 		t.Error("nil sink accepted")
 	}
-	if _, err := New(settings.Defaults(), nil, nil, sink, WithReferenceRates(catalog.Rates{Currency: "EUR"})); err == nil {
+	if _, err := New(settings.Defaults(), catalog.Rates{Currency: base.Currency}, nil, nil, sink); err == nil {
 		t.Error("zero reference rates accepted")
+	}
+	if _, err := New(settings.Defaults(), catalog.Rates{VCPUHourly: base.VCPUHourly, RAMGBHourly: base.RAMGBHourly}, nil, nil, sink); err == nil {
+		t.Error("reference rates without a currency accepted")
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing"
@@ -45,7 +46,9 @@ func TestPricesCurrentFollowsTheRefresher(t *testing.T) {
 	s.Pricing.RefreshPeriod.Duration = period
 	s.Topology = "ALL_IN_ONE"
 	clk := testingclock.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	refresher, err := pricing.New(s, srv.Client(), clk, func(context.Context, pricing.Update) error { return nil })
+	base, err := catalog.LoadBase()
+	g.Expect(err).NotTo(HaveOccurred())
+	refresher, err := pricing.New(s, base.Rates, srv.Client(), clk, func(context.Context, pricing.Update) error { return nil })
 	g.Expect(err).NotTo(HaveOccurred())
 
 	mgr, err := env.NewManager()

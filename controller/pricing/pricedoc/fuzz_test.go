@@ -1,8 +1,10 @@
 package pricedoc
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"testing"
 
@@ -42,13 +44,41 @@ func FuzzDecodeProduct(f *testing.F) {
 	})
 }
 
+// baseCatalog is what the fuzz targets need of the base catalogue the controller embeds: the
+// rates it hands the decoder as the reference, and each flavor's size. Read once, before the
+// fuzz loop, so that the loop touches no file.
+type baseCatalog struct {
+	Rates struct {
+		Currency    string  `json:"currency"`
+		VCPUHourly  float64 `json:"vcpuHourly"`
+		RAMGBHourly float64 `json:"ramGBHourly"`
+	} `json:"rates"`
+	Flavors []struct {
+		CPU       int64 `json:"cpu"`
+		NominalGB int64 `json:"nominalGB"`
+	} `json:"flavors"`
+}
+
+func loadBaseCatalog(tb testing.TB) (Rates, baseCatalog) {
+	tb.Helper()
+	b, err := os.ReadFile("../../catalog/base.json")
+	if err != nil {
+		tb.Fatalf("reading the base catalog: %v", err)
+	}
+	var base baseCatalog
+	if err := json.Unmarshal(b, &base); err != nil {
+		tb.Fatalf("decoding the base catalog: %v", err)
+	}
+	return Rates{Currency: base.Rates.Currency, VCPUHourly: base.Rates.VCPUHourly, RAMGBHourly: base.Rates.RAMGBHourly}, base
+}
+
 func FuzzDecodePriceSystem(f *testing.F) {
 	f.Add(priceapi.PriceSystemDocument())
-	// Sizes of the base catalogue, hard-coded so that the fuzz loop touches no file: any
-	// accepted document must price each of them above zero once rounded like the catalogue.
-	sizes := [][2]int64{{4, 4}, {6, 8}, {8, 12}, {10, 16}, {12, 24}, {16, 32}}
+	// Any accepted document must price each base flavor above zero once rounded like the
+	// catalogue.
+	reference, base := loadBaseCatalog(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rates, err := DecodePriceSystem(body, "par", Rates{})
+		rates, err := DecodePriceSystem(body, "par", reference)
 		if err != nil {
 			var rej *RejectError
 			if !errors.As(err, &rej) || rej.Reason == "" {
@@ -59,20 +89,20 @@ func FuzzDecodePriceSystem(f *testing.F) {
 			}
 			return
 		}
-		if rates.Currency != "EUR" {
+		if rates.Currency != reference.Currency {
 			t.Fatalf("accepted currency %q", rates.Currency)
 		}
 		for _, r := range []struct {
 			got, ref float64
-		}{{rates.VCPUHourly, ReferenceRates.VCPUHourly}, {rates.RAMGBHourly, ReferenceRates.RAMGBHourly}} {
+		}{{rates.VCPUHourly, reference.VCPUHourly}, {rates.RAMGBHourly, reference.RAMGBHourly}} {
 			if math.IsNaN(r.got) || math.IsInf(r.got, 0) || r.got <= 0 || r.got < r.ref/RateBandFactor || r.got > r.ref*RateBandFactor {
 				t.Fatalf("accepted rate %v (reference %v)", r.got, r.ref)
 			}
 		}
-		for _, s := range sizes {
+		for _, s := range base.Flavors {
 			// Rounded to four decimals as the catalogue rounds prices.
-			if p := math.Round((float64(s[0])*rates.VCPUHourly+float64(s[1])*rates.RAMGBHourly)*1e4) / 1e4; p <= 0 {
-				t.Fatalf("accepted rates %+v price %d vCPU/%d GB at %v", rates, s[0], s[1], p)
+			if p := math.Round((float64(s.CPU)*rates.VCPUHourly+float64(s.NominalGB)*rates.RAMGBHourly)*1e4) / 1e4; p <= 0 {
+				t.Fatalf("accepted rates %+v price %d vCPU/%d GB at %v", rates, s.CPU, s.NominalGB, p)
 			}
 		}
 	})

@@ -54,9 +54,6 @@ const (
 	maxFlavorNameLength  = 32
 	documentProduct      = "kubernetes-product"
 	documentPriceSystem  = "price-system"
-	defaultCurrency      = "EUR"
-	defaultVCPUHourly    = 0.00277777777
-	defaultRAMGBHourly   = 0.00555555555
 	maxTopologyNameBytes = 64
 )
 
@@ -71,10 +68,19 @@ type Rates struct {
 	RAMGBHourly float64
 }
 
-// ReferenceRates are the base catalogue's rates (controller/catalog/base.json), the centre
-// of the sanity band when the caller does not supply its own. A test keeps them equal to
-// the base catalogue.
-var ReferenceRates = Rates{Currency: defaultCurrency, VCPUHourly: defaultVCPUHourly, RAMGBHourly: defaultRAMGBHourly}
+// CheckReference says whether rates can centre the sanity band: they need a currency, and
+// rates that are positive and finite.
+func CheckReference(r Rates) error {
+	for _, rate := range []float64{r.VCPUHourly, r.RAMGBHourly} {
+		if !(rate > 0) || math.IsInf(rate, 0) {
+			return fmt.Errorf("reference rates %+v: a currency and positive, finite rates are required", r)
+		}
+	}
+	if r.Currency == "" {
+		return fmt.Errorf("reference rates %+v: a currency and positive, finite rates are required", r)
+	}
+	return nil
+}
 
 // flavorName is the shape the NodeGroup API accepts (see catalog.Flavor in the controller).
 var flavorName = regexp.MustCompile(`^[A-Z0-9][A-Z0-9_-]*$`)
@@ -242,19 +248,17 @@ type countable struct {
 
 // DecodePriceSystem reads a /v4/billing/price-system document and returns the vCPU and RAM
 // rates of a Kubernetes node. zone is the zone_id that was asked for; reference are the
-// rates the sanity band is centred on, and their currency is the only one accepted
-// (ReferenceRates when reference is the zero value).
+// rates the sanity band is centred on (the base catalogue's), and their currency is the only
+// one accepted. A reference without a currency or a positive, finite rate is the caller's
+// error, not the document's: it is not a *RejectError.
 //
 // Only the two Kubernetes node countables are decoded: the document carries many other
 // services, and one of them changing shape must not stop node pricing. Those two must be
 // exact: unit, quantity, an hourly interval if one is stated, exactly one price plan, and a
 // positive rate within RateBandFactor of the reference.
 func DecodePriceSystem(body []byte, zone string, reference Rates) (Rates, error) {
-	if reference == (Rates{}) {
-		reference = ReferenceRates
-	}
-	if reference.Currency == "" {
-		reference.Currency = defaultCurrency
+	if err := CheckReference(reference); err != nil {
+		return Rates{}, err
 	}
 	var doc priceSystemDocument
 	if err := json.Unmarshal(body, &doc); err != nil {
