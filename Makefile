@@ -103,7 +103,8 @@ bench-smoke: sim-bin ## One tiny benchmark scenario on the fast profile (< 1 min
 ##@ Release
 
 # Where releases go. Its base, next to it, is the one ko.yaml pins, so a release there and a
-# plain `ko apply` build on the same base. Point both elsewhere to build your own.
+# plain `ko apply` build on the same base. Point both elsewhere to build your own; the dev loop
+# (`export KO_DEFAULTBASEIMAGE=$(make -s base)`) takes KO_DOCKER_REPO from the environment.
 KO_DOCKER_REPO ?= ghcr.io/clevercloud/karpenter-provider-clever-cloud
 BASE_REPO ?= $(KO_DOCKER_REPO)/base
 DIST ?= $(CURDIR)/dist
@@ -116,7 +117,7 @@ $(BIN)/cue: tools/go.mod tools/go.sum
 	go build -modfile=tools/go.mod -o $@ cuelang.org/go/cmd/cue
 
 .PHONY: base
-base: ## Push the minimal base image (pinned inputs, same digest every time) to BASE_REPO.
+base: ## Push the minimal base image (pinned inputs, same digest every time) to BASE_REPO, print its reference.
 	$(RELEASE_ENV) ./hack/release/release.sh base
 
 .PHONY: image
