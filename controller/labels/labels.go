@@ -66,7 +66,7 @@ func (o Owner) String() string {
 func (o Owner) why() string {
 	switch o {
 	case Platform:
-		return "its prefix is reserved by the NodeGroup API (kubernetes.io/, node.kubernetes.io/, clever-cloud.com/)"
+		return "its prefix is reserved by the NodeGroup API (" + strings.Join(ngv1.ReservedLabelPrefixes, ", ") + ")"
 	case Karpenter:
 		return "Karpenter sets it on the node from the NodeClaim when the node registers"
 	case Provider:
@@ -190,9 +190,10 @@ func CELRule() string {
 
 // CELMessageExpression names the first owned key of a map CELRule refused.
 func CELMessageExpression() string {
-	return "'label ' + self.filter(k, k.matches('" + OwnedKeyPattern + "'))[0] + ' is owned by Karpenter, the provider or the CKE platform (" + CELMessageReserved + ")'"
+	return "'label ' + self.filter(k, k.matches('" + OwnedKeyPattern + "'))[0] + ' is owned by Karpenter, the provider or the CKE platform (" + ownedSummary + ")'"
 }
 
-// CELMessageReserved summarises the owned keys for users reading a refusal.
-const CELMessageReserved = "kubernetes.io/, node.kubernetes.io/, clever-cloud.com/, karpenter.sh and " +
-	v1alpha1.Group + " domains, topology.kubernetes.io/zone and region, and the beta aliases Karpenter normalises"
+// ownedSummary summarises the owned keys for users reading a refusal, from the same sources as
+// the pattern; the exact keys are summarised by hand.
+var ownedSummary = strings.Join(ngv1.ReservedLabelPrefixes, ", ") + ", " + strings.Join(sets.List(karpv1.RestrictedLabelDomains), ", ") +
+	" and " + v1alpha1.Group + " domains, topology.kubernetes.io/zone and region, and the beta aliases Karpenter normalises"

@@ -1,6 +1,10 @@
 package v1alpha1
 
-import karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+import (
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+)
 
 // Group is the API group of the provider's own resources and the prefix of its labels.
 const Group = "karpenter.clever-cloud.com"
@@ -40,15 +44,8 @@ const (
 	TerminationFinalizer = Group + "/termination"
 )
 
-// Labels CKE puts on nodes that users may select on; mirrored from the NodeGroup API
-// package so that this package stays free of it.
-const (
-	labelFlavor          = "clever-cloud.com/flavor"
-	labelClusterNodeRole = "clever-cloud.com/cluster-node-role"
-)
-
 func init() {
 	// Karpenter only provisions for pods that select on labels it knows instance types can
 	// carry; register ours so `nodeSelector: {clever-cloud.com/flavor: M}` triggers a launch.
-	karpv1.WellKnownLabels.Insert(labelFlavor, labelClusterNodeRole, LabelInstanceCPU, LabelInstanceMemory)
+	karpv1.WellKnownLabels.Insert(ngv1.LabelFlavor, ngv1.LabelClusterNodeRole, LabelInstanceCPU, LabelInstanceMemory)
 }
