@@ -15,7 +15,6 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/priceapi"
@@ -33,10 +32,6 @@ const period = 12 * time.Hour
 // controller's own requeue is a day away then, so only the refresher's signal can flip it.
 func TestPricesCurrentFollowsTheRefresher(t *testing.T) {
 	g := NewWithT(t)
-	env, err := testenv.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-
 	api := priceapi.New() // today's API: the product listing answers 401
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
@@ -51,16 +46,8 @@ func TestPricesCurrentFollowsTheRefresher(t *testing.T) {
 	refresher, err := pricing.New(s, base.Rates, srv.Client(), clk, func(context.Context, pricing.Update) error { return nil })
 	g.Expect(err).NotTo(HaveOccurred())
 
-	mgr, err := env.NewManager()
-	g.Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(t.Context())
-	g.Expect(nodeclass.New(mgr.GetClient(), mgr.GetRESTMapper(), refresher).Register(ctx, mgr)).To(Succeed())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		g.Expect(<-done).To(Succeed())
-	})
+	startController(t, refresher)
+	ctx := t.Context()
 
 	class := &v1alpha1.CleverNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "prices"}}
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())

@@ -16,6 +16,7 @@ import (
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotausage"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
@@ -68,4 +69,24 @@ func TestCountChargesWhatTheQuotaHoldsAndProvesWhatWasAccepted(t *testing.T) {
 		"synced":           {State: quota.GroupBuilt, Size: quota.Usage{CPU: 6, GB: 8}},
 		"synced-deleting":  {State: quota.GroupBuilt, Size: quota.Usage{CPU: 6, GB: 8}, Deleting: true},
 	}))
+}
+
+func TestQuotaUsageCountsControlPlaneAndEveryLiveGroup(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	before := func() quota.Usage { h, _ := tracker.Headroom(); return h }()
+
+	cp := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testenv.Name("control-plane"), Labels: map[string]string{
+		ngv1.LabelClusterNodeRole: ngv1.NodeRoleControlPlane, ngv1.LabelFlavor: "S"}}}
+	g.Expect(env.Client.Create(ctx, cp)).To(Succeed())
+	pool := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: testenv.Name("pool")}, Spec: ngv1.NodeGroupSpec{Flavor: "XS", NodeCount: 2}}
+	g.Expect(env.Client.Create(ctx, pool)).To(Succeed())
+	refused := &ngv1.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: testenv.Name("refused")}, Spec: ngv1.NodeGroupSpec{Flavor: "XL", NodeCount: 1}}
+	g.Expect(env.Client.Create(ctx, refused)).To(Succeed())
+	refused.Status.Phase = ngv1.PhaseQuotaExceeded
+	g.Expect(env.Client.Status().Update(ctx, refused)).To(Succeed())
+
+	// S (8 vCPU / 12 GB) + 2 × XS (6 / 8): 20 vCPU / 28 GB more; the refused XL holds nothing.
+	g.Eventually(func() quota.Usage { h, _ := tracker.Headroom(); return h }).WithTimeout(testenv.Wait).
+		Should(Equal(quota.Usage{CPU: before.CPU - 20, GB: before.GB - 28}))
 }

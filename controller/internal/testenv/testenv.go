@@ -1,5 +1,7 @@
 // Package testenv starts a real kube-apiserver and etcd (the simulated CKE's pinned binaries)
 // with every CRD the provider touches: Karpenter's, CleverNodeClass and CKE's NodeGroup.
+// Each package of integration tests starts one in its TestMain and shares it between its tests,
+// which create what they need with the helpers here under names no other test uses.
 package testenv
 
 import (

@@ -1,4 +1,4 @@
-package controllers_test
+package garbagecollection_test
 
 import (
 	"context"
@@ -18,22 +18,23 @@ import (
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
-// The suite drives its collector pass by pass; this one runs the real loop, registered in its own
+// The other tests drive the suite's collector pass by pass; this one runs the real loop, registered in its own
 // manager (for the informers) with a period no test will ever reach, so only the event path
 // can fast-fail the claim or report a look-alike group.
 func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	class := newClass(g, nil)
-	nc := newClaim(g, class.Name)
+	class := env.NewClass(g, nil)
+	nc := env.NewClaim(g, class.Name)
 	group := nodegroup.Build(nc, class, "S")
-	g.Expect(kube.Create(ctx, group)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, group)).To(Succeed())
 	nc.Status.ProviderID = nodegroup.ProviderID(group.Name)
 	nc.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
-	g.Expect(kube.Status().Update(ctx, nc)).To(Succeed())
+	g.Expect(env.Client.Status().Update(ctx, nc)).To(Succeed())
 
 	mgr, err := env.NewManager()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -52,39 +53,39 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 
 	// The loop has made its first pass (the group was there) and is waiting: from now on only a
 	// period (an hour away on a clock this test never moves that far) or a kick runs another.
-	g.Eventually(clk.HasWaiters).WithTimeout(wait).Should(BeTrue(), "the loop's first pass")
-	g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(nc), nc)).To(Succeed())
+	g.Eventually(clk.HasWaiters).WithTimeout(testenv.Wait).Should(BeTrue(), "the loop's first pass")
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(nc), nc)).To(Succeed())
 	g.Expect(nc.DeletionTimestamp).To(BeNil(), "a claim whose group exists is left alone")
 
-	g.Expect(kube.Delete(ctx, group)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, group)).To(Succeed())
 	start := clk.Now()
 	// Each poll moves the fake clock by a second to release the debounce; a polling budget of
-	// at most wait/interval seconds stays far below the period.
+	// at most testenv.Wait/interval seconds stays far below the period.
 	g.Eventually(func() bool {
 		clk.Step(time.Second)
-		return apierrors.IsNotFound(kube.Get(ctx, client.ObjectKeyFromObject(nc), &karpv1.NodeClaim{}))
-	}).WithTimeout(wait).WithPolling(50*time.Millisecond).Should(BeTrue(), "the claim is deleted on the group's deletion event")
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(nc), &karpv1.NodeClaim{}))
+	}).WithTimeout(testenv.Wait).WithPolling(50*time.Millisecond).Should(BeTrue(), "the claim is deleted on the group's deletion event")
 	g.Expect(clk.Since(start)).To(BeNumerically("<", time.Hour), "the period never elapsed")
 	g.Expect(recorder.drain()).To(ContainElement(HavePrefix(garbagecollection.ReasonFastFail + " " + nc.Name + ":")))
 
 	// The group may be gone before the claim is marked launched: then no group deletion is left
 	// to kick, and the claim's own update must.
-	late := newClaim(g, class.Name)
+	late := env.NewClaim(g, class.Name)
 	late.Status.ProviderID = nodegroup.ProviderID(late.Name)
 	late.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
-	g.Expect(kube.Status().Update(ctx, late)).To(Succeed())
+	g.Expect(env.Client.Status().Update(ctx, late)).To(Succeed())
 	g.Eventually(func() bool {
 		clk.Step(time.Second)
-		return apierrors.IsNotFound(kube.Get(ctx, client.ObjectKeyFromObject(late), &karpv1.NodeClaim{}))
-	}).WithTimeout(wait).WithPolling(50*time.Millisecond).Should(BeTrue(), "the claim is deleted on its launched update")
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(late), &karpv1.NodeClaim{}))
+	}).WithTimeout(testenv.Wait).WithPolling(50*time.Millisecond).Should(BeTrue(), "the claim is deleted on its launched update")
 	g.Expect(clk.Since(start)).To(BeNumerically("<", time.Hour), "the period never elapsed")
 
 	// A hand-copied group (our labels, no owner) is reported as soon as it appears, and not
 	// again on every pass its own updates kick, until remindEvery has passed.
-	copied := nodegroup.Build(newClaim(g, class.Name), class, "S")
-	copied.Name = name("copied")
+	copied := nodegroup.Build(env.NewClaim(g, class.Name), class, "S")
+	copied.Name = testenv.Name("copied")
 	delete(copied.Annotations, v1alpha1.AnnotationNodeClaimUID)
-	g.Expect(kube.Create(ctx, copied)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, copied)).To(Succeed())
 	refusals := func() int {
 		n := 0
 		for _, e := range recorder.drain() {
@@ -99,18 +100,18 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 		clk.Step(time.Second)
 		got += refusals()
 		return got
-	}).WithTimeout(wait).WithPolling(50*time.Millisecond).Should(Equal(1), "the look-alike is reported on its creation event")
+	}).WithTimeout(testenv.Wait).WithPolling(50*time.Millisecond).Should(Equal(1), "the look-alike is reported on its creation event")
 	touch := func(v string) {
-		g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(copied), copied)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(copied), copied)).To(Succeed())
 		copied.Annotations = map[string]string{"example.com/touched": v}
-		g.Expect(kube.Update(ctx, copied)).To(Succeed())
+		g.Expect(env.Client.Update(ctx, copied)).To(Succeed())
 	}
 	for _, v := range []string{"1", "2", "3"} {
 		touch(v)
 		// Each update kicks a pass; a second step lets its debounce fire.
-		g.Eventually(clk.HasWaiters).WithTimeout(wait).Should(BeTrue())
+		g.Eventually(clk.HasWaiters).WithTimeout(testenv.Wait).Should(BeTrue())
 		clk.Step(time.Second)
-		g.Eventually(clk.HasWaiters).WithTimeout(wait).Should(BeTrue())
+		g.Eventually(clk.HasWaiters).WithTimeout(testenv.Wait).Should(BeTrue())
 		clk.Step(time.Second)
 	}
 	g.Consistently(refusals).WithTimeout(500*time.Millisecond).Should(BeZero(), "no report per pass")
@@ -121,9 +122,9 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 		clk.Step(time.Second)
 		got += refusals()
 		return got
-	}).WithTimeout(wait).WithPolling(50*time.Millisecond).Should(Equal(1), "reported again after remindEvery")
+	}).WithTimeout(testenv.Wait).WithPolling(50*time.Millisecond).Should(Equal(1), "reported again after remindEvery")
 	g.Expect(clk.Since(start)).To(BeNumerically("<", time.Hour), "the period never elapsed")
-	g.Expect(kube.Delete(ctx, copied)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, copied)).To(Succeed())
 }
 
 // namedRecorder keeps "reason object: message" lines; record.FakeRecorder leaves the object's
@@ -151,17 +152,4 @@ func (r *namedRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string,
 	r.Eventf(obj, eventtype, reason, format, args...)
 }
 
-func (r *namedRecorder) drain() []string { return drain(r.events) }
-
-// drain takes what a channel holds now, without waiting.
-func drain[T any](ch <-chan T) []T {
-	var out []T
-	for {
-		select {
-		case e := <-ch:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (r *namedRecorder) drain() []string { return testenv.Drain(r.events) }

@@ -1,0 +1,108 @@
+package garbagecollection_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+)
+
+func TestGarbageCollection(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	class := env.NewClass(g, nil)
+
+	alive := env.NewClaim(g, class.Name)
+	kept := nodegroup.Build(alive, class, "S")
+	gone := env.NewClaim(g, class.Name)
+	orphan := nodegroup.Build(gone, class, "S")
+	lookalike := nodegroup.Build(env.NewClaim(g, class.Name), class, "S")
+	lookalike.Name = testenv.Name("copied")
+	delete(lookalike.Annotations, v1alpha1.AnnotationNodeClaimUID)
+	for _, o := range []*ngv1.NodeGroup{kept, orphan, lookalike} {
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+	}
+	g.Expect(env.Client.Delete(ctx, gone)).To(Succeed())
+
+	// Within the grace period a group whose claim is not visible yet is left alone.
+	g.Expect(gc.Collect(ctx)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), orphan)).To(Succeed())
+
+	gcClock.Step(time.Minute)
+	g.Expect(gc.Collect(ctx)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &ngv1.NodeGroup{}))
+	}).WithTimeout(testenv.Wait).Should(BeTrue(), "a group whose owner NodeClaim is gone is reaped")
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kept), kept)).To(Succeed())
+	g.Expect(kept.DeletionTimestamp).To(BeNil())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(lookalike), lookalike)).To(Succeed())
+	g.Expect(lookalike.DeletionTimestamp).To(BeNil(), "a group that names no NodeClaim UID is never deleted")
+}
+
+// Groups launched by the upstream provider or by earlier versions of this one name their claim
+// in an owner reference, which lets Kubernetes' garbage collector delete the group (and the
+// VM) as soon as the claim is deleted with foreground propagation, before the drain. A pass
+// moves them to the claim UID annotation, keeping the same claim and every other owner.
+func TestGarbageCollectionMigratesOwnerReferences(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	class := env.NewClass(g, nil)
+	claim := env.NewClaim(g, class.Name)
+	legacy := nodegroup.Build(claim, class, "S")
+	delete(legacy.Annotations, v1alpha1.AnnotationNodeClaimUID)
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keep-me", UID: "cm-uid"}
+	legacy.OwnerReferences = []metav1.OwnerReference{
+		other,
+		{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: claim.Name, UID: claim.UID, BlockOwnerDeletion: ptr.To(true)},
+	}
+	g.Expect(env.Client.Create(ctx, legacy)).To(Succeed())
+
+	g.Expect(gc.Collect(ctx)).To(Succeed())
+	got := &ngv1.NodeGroup{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(legacy), got)).To(Succeed())
+	g.Expect(got.OwnerReferences).To(Equal([]metav1.OwnerReference{other}), "only the NodeClaim reference goes")
+	g.Expect(got.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClaimUID, string(claim.UID)))
+	g.Expect(got.DeletionTimestamp).To(BeNil())
+	proven, err := nodegroup.ConfirmOwner(ctx, env.Client, got)
+	g.Expect(err).NotTo(HaveOccurred(), "still provably the claim's after the move")
+	g.Expect(proven.UID).To(Equal(claim.UID))
+
+	// A second pass has nothing left to move and changes nothing.
+	g.Expect(gc.Collect(ctx)).To(Succeed())
+	again := &ngv1.NodeGroup{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(legacy), again)).To(Succeed())
+	g.Expect(again.ResourceVersion).To(Equal(got.ResourceVersion))
+}
+
+func TestLaunchedClaimWhoseGroupVanishedIsFastFailed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	class := env.NewClass(g, nil)
+	nc := env.NewClaim(g, class.Name)
+	nc.Status.ProviderID = nodegroup.ProviderID(nc.Name) // its group never made it, or vanished
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
+	g.Expect(env.Client.Status().Update(ctx, nc)).To(Succeed())
+
+	registered := env.NewClaim(g, class.Name)
+	registered.Status.ProviderID = nodegroup.ProviderID(registered.Name)
+	registered.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
+	registered.StatusConditions().SetTrue(karpv1.ConditionTypeRegistered)
+	g.Expect(env.Client.Status().Update(ctx, registered)).To(Succeed())
+
+	g.Expect(gc.Collect(ctx)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(nc), &karpv1.NodeClaim{}))
+	}).WithTimeout(testenv.Wait).Should(BeTrue())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(registered), registered)).To(Succeed(), "registered claims are core's to judge")
+}
