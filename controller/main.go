@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/controllers"
 	"sigs.k8s.io/karpenter/pkg/controllers/node/health"
 	"sigs.k8s.io/karpenter/pkg/controllers/state"
+	"sigs.k8s.io/karpenter/pkg/events"
 	"sigs.k8s.io/karpenter/pkg/operator"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
@@ -77,7 +78,9 @@ func main() {
 		prices = refresher
 	}
 
-	recorder := op.GetEventRecorderFor("karpenter-clevercloud")
+	// The provider's own controllers publish as karpenter-clevercloud; the cloud provider and the
+	// launch follower share core's recorder, so that their transient-failure events dedupe.
+	recorder := events.NewRecorder(op.GetEventRecorderFor("karpenter-clevercloud"))
 	op.
 		WithControllers(ctx, controllers.NewControllers(ctx, op.Manager, op.Clock, op.GetClient(), op.EventRecorder,
 			cloudProvider, undecorated, clusterState, op.InstanceTypeStore, op.PredictionStore)...).
@@ -87,7 +90,6 @@ func main() {
 			capacity.New(op.GetClient(), cat),
 			quotausage.New(op.GetClient(), cat, tracker),
 			garbagecollection.New(op.GetClient(), op.GetAPIReader(), recorder, op.Clock, garbagecollection.DefaultPeriod),
-			// The provider's recorder: the follower's transient-failure events dedupe with Create's.
 			launch.New(op.GetClient(), op.GetAPIReader(), provider, op.EventRecorder, op.Clock, cfg.SyncOverdueAfter.Duration),
 		).
 		Start(ctx)

@@ -33,6 +33,7 @@ import (
 	_ "sigs.k8s.io/karpenter/pkg/controllers"
 	_ "sigs.k8s.io/karpenter/pkg/controllers/node/health"
 	_ "sigs.k8s.io/karpenter/pkg/controllers/state"
+	_ "sigs.k8s.io/karpenter/pkg/events"
 	_ "sigs.k8s.io/karpenter/pkg/operator"
 
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"

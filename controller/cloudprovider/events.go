@@ -14,7 +14,9 @@ import (
 
 // Event reasons are part of the product's interface: users alert on them. Do not rename.
 const (
-	ReasonQuotaExceeded      = "NodeGroupQuotaExceeded"
+	ReasonQuotaExceeded = "NodeGroupQuotaExceeded"
+	// ReasonVanished: a launched group disappeared before its node registered, seen by Create
+	// before the operator accepted it, or by garbage collection after.
 	ReasonVanished           = "NodeGroupVanished"
 	ReasonAcceptanceTimedOut = "NodeGroupAcceptanceTimedOut"
 	ReasonDeleteRefused      = "NodeGroupDeleteRefused"

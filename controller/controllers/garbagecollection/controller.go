@@ -15,39 +15,28 @@
 // period costs that claim up to a period of pending pods. The period stays as the backstop for
 // missed events and for reaping, which waits out a grace anyway. Kicks are coalesced and
 // debounced, so a burst of deletions costs one pass; since passes can then be frequent, a
-// group is reported (event, log) when first found and then every remindEvery, not per pass.
+// group's event is published when first found and then every remindEvery, not per pass.
 package garbagecollection
 
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/events"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
-)
-
-// Event reasons.
-const (
-	ReasonRefused  = "NodeGroupGarbageCollectionRefused"
-	ReasonReaped   = "NodeGroupGarbageCollected"
-	ReasonResized  = "NodeGroupResizedOutOfBand"
-	ReasonFastFail = "NodeGroupVanished"
 )
 
 // DefaultPeriod is how often garbage collection runs when nothing kicks it sooner.
@@ -64,23 +53,21 @@ const remindEvery = 10 * time.Minute
 type Controller struct {
 	kube     client.Client
 	api      client.Reader
-	recorder record.EventRecorder
+	recorder events.Recorder
 	clock    clock.Clock
 	period   time.Duration
 	// grace protects a group just created from a claim the cache has not seen yet.
 	grace time.Duration
+	// remind is remindEvery; tests shorten it, since the recorder's dedupe keeps real time.
+	remind time.Duration
 	// kicks holds at most one pending request for an early pass; senders never block.
 	kicks chan struct{}
-
-	mu sync.Mutex
-	// reported is when each (reason, group UID) was last reported.
-	reported map[string]time.Time
 }
 
 // New builds the collector. api must be an uncached reader.
-func New(kube client.Client, api client.Reader, recorder record.EventRecorder, clk clock.Clock, period time.Duration) *Controller {
+func New(kube client.Client, api client.Reader, recorder events.Recorder, clk clock.Clock, period time.Duration) *Controller {
 	return &Controller{kube: kube, api: api, recorder: recorder, clock: clk, period: period, grace: 30 * time.Second,
-		kicks: make(chan struct{}, 1), reported: map[string]time.Time{}}
+		remind: remindEvery, kicks: make(chan struct{}, 1)}
 }
 
 // Register implements operatorpkg's controller.Controller: a leader-only loop, kicked early by
@@ -206,9 +193,6 @@ func (c *Controller) Collect(ctx context.Context) error {
 	}
 	existing := map[string]bool{}
 	refused, resized := 0, 0
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	current := map[string]bool{}
 	for i := range groups.Items {
 		g := &groups.Items[i]
 		existing[g.Name] = true
@@ -217,19 +201,13 @@ func (c *Controller) Collect(ctx context.Context) error {
 		}
 		if g.Spec.NodeCount != 1 {
 			resized++
-			if c.due(current, ReasonResized, g) {
-				c.recorder.Eventf(g, corev1.EventTypeWarning, ReasonResized,
-					"nodeCount is %d, Karpenter manages one-node groups; leaving it alone (only node0 has a provider ID)", g.Spec.NodeCount)
-			}
+			c.recorder.Publish(resizedOutOfBand(g, c.remind))
 		}
 		owner := nodegroup.OwnerClaim(g)
 		if owner == nil {
 			refused++
-			if c.due(current, ReasonRefused, g) {
-				c.recorder.Eventf(g, corev1.EventTypeWarning, ReasonRefused,
-					"carries the provider's labels but names no NodeClaim (annotation %s); not deleting it", v1alpha1.AnnotationNodeClaimUID)
-				log.FromContext(ctx).Info("refusing to garbage-collect a nodegroup without an owner NodeClaim", "nodegroup", g.Name)
-			}
+			c.recorder.Publish(refusedWithoutOwner(g, c.remind))
+			log.FromContext(ctx).V(1).Info("refusing to garbage-collect a nodegroup without an owner NodeClaim", "nodegroup", g.Name)
 			continue
 		}
 		if migrated, err := nodegroup.MigrateOwner(ctx, c.kube, g); err != nil {
@@ -245,29 +223,12 @@ func (c *Controller) Collect(ctx context.Context) error {
 			log.FromContext(ctx).Error(err, "reaping orphaned nodegroup", "nodegroup", g.Name)
 		}
 	}
-	for key := range c.reported {
-		if !current[key] {
-			delete(c.reported, key) // fixed or gone: report it afresh if it comes back
-		}
-	}
 	metrics.GarbageRefused.WithLabelValues("NoOwnerClaim").Set(float64(refused))
 	metrics.Resized.Set(float64(resized))
 	for _, nc := range claims.Items {
 		c.fastFail(ctx, &nc, existing)
 	}
 	return nil
-}
-
-// due says whether g should be reported for reason now, and if so notes that it is. current
-// collects the (reason, group) pairs of this pass. Callers hold c.mu.
-func (c *Controller) due(current map[string]bool, reason string, g *ngv1.NodeGroup) bool {
-	key := reason + "/" + string(g.UID)
-	current[key] = true
-	if last, ok := c.reported[key]; ok && c.clock.Since(last) < remindEvery {
-		return false
-	}
-	c.reported[key] = c.clock.Now()
-	return true
 }
 
 // reap deletes a group whose owner claim is gone, after an uncached read confirms it.
@@ -284,7 +245,7 @@ func (c *Controller) reap(ctx context.Context, g *ngv1.NodeGroup, claimName stri
 		return client.IgnoreNotFound(fmt.Errorf("deleting nodegroup %q: %w", g.Name, err))
 	}
 	metrics.GarbageCollected.Inc()
-	c.recorder.Eventf(g, corev1.EventTypeNormal, ReasonReaped, "owner NodeClaim %s is gone", claimName)
+	c.recorder.Publish(reaped(g, claimName))
 	log.FromContext(ctx).Info("garbage-collected orphaned nodegroup", "nodegroup", g.Name, "nodeclaim", claimName)
 	return nil
 }
@@ -302,7 +263,7 @@ func (c *Controller) fastFail(ctx context.Context, nc *karpv1.NodeClaim, existin
 		return // still there, or we cannot tell: do nothing destructive
 	}
 	metrics.Vanished.WithLabelValues("registration").Inc()
-	c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonFastFail, "NodeGroup %s disappeared before its node registered; deleting the NodeClaim so Karpenter relaunches", name)
+	c.recorder.Publish(vanishedBeforeRegistration(nc, name))
 	log.FromContext(ctx).Info("nodegroup vanished before registration, deleting its nodeclaim", "nodegroup", name, "nodeclaim", nc.Name)
 	if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 		log.FromContext(ctx).Error(err, "deleting nodeclaim of vanished nodegroup", "nodeclaim", nc.Name)

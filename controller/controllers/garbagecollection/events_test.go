@@ -15,16 +15,22 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/events"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
-// The other tests drive the suite's collector pass by pass; this one runs the real loop, registered in its own
-// manager (for the informers) with a period no test will ever reach, so only the event path
-// can fast-fail the claim or report a look-alike group.
+// remind replaces remindEvery in the test below: the recorder deduplicates on real time, and
+// it must outlast the passes that check a group is not reported on each.
+const remind = 10 * time.Second
+
+// The other tests drive the suite's collector pass by pass; this one runs the real loop,
+// registered in its own manager (for the informers) with a period no test will ever reach, so
+// only the event path can fast-fail the claim or report a look-alike group.
 func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -41,7 +47,9 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	recorder := &namedRecorder{events: make(chan string, 100)}
 	mgrCtx, cancel := context.WithCancel(ctx)
-	g.Expect(garbagecollection.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clk, time.Hour).Register(mgrCtx, mgr)).To(Succeed())
+	collector := garbagecollection.New(mgr.GetClient(), mgr.GetAPIReader(), events.NewRecorder(recorder), clk, time.Hour)
+	collector.SetRemind(remind)
+	g.Expect(collector.Register(mgrCtx, mgr)).To(Succeed())
 	stopped := make(chan error, 1)
 	go func() { stopped <- mgr.Start(mgrCtx) }()
 	t.Cleanup(func() {
@@ -66,7 +74,7 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(nc), &karpv1.NodeClaim{}))
 	}).WithTimeout(testenv.Wait).WithPolling(50*time.Millisecond).Should(BeTrue(), "the claim is deleted on the group's deletion event")
 	g.Expect(clk.Since(start)).To(BeNumerically("<", time.Hour), "the period never elapsed")
-	g.Expect(recorder.drain()).To(ContainElement(HavePrefix(garbagecollection.ReasonFastFail + " " + nc.Name + ":")))
+	g.Expect(recorder.drain()).To(ContainElement(HavePrefix(cloudprovider.ReasonVanished + " " + nc.Name + ":")))
 
 	// The group may be gone before the claim is marked launched: then no group deletion is left
 	// to kick, and the claim's own update must.
@@ -81,10 +89,11 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 	g.Expect(clk.Since(start)).To(BeNumerically("<", time.Hour), "the period never elapsed")
 
 	// A hand-copied group (our labels, no owner) is reported as soon as it appears, and not
-	// again on every pass its own updates kick, until remindEvery has passed.
+	// again on every pass its own updates kick, until remind has passed.
 	copied := nodegroup.Build(env.NewClaim(g, class.Name), class, "S")
 	copied.Name = testenv.Name("copied")
 	delete(copied.Annotations, v1alpha1.AnnotationNodeClaimUID)
+	created := time.Now() // the first report is published after this
 	g.Expect(env.Client.Create(ctx, copied)).To(Succeed())
 	refusals := func() int {
 		n := 0
@@ -115,14 +124,17 @@ func TestVanishedGroupIsFastFailedOnEventsNotThePeriod(t *testing.T) {
 		clk.Step(time.Second)
 	}
 	g.Consistently(refusals).WithTimeout(500*time.Millisecond).Should(BeZero(), "no report per pass")
-	clk.Step(10 * time.Minute)
-	touch("4")
+	g.Expect(time.Since(created)).To(BeNumerically("<", remind), "the passes above ran within remind of the report, or they prove nothing")
+	// Once remind has passed, the next pass reports it again: each poll kicks one.
 	got = 0
+	touches := 4
 	g.Eventually(func() int {
+		touch(fmt.Sprint(touches))
+		touches++
 		clk.Step(time.Second)
 		got += refusals()
 		return got
-	}).WithTimeout(testenv.Wait).WithPolling(50*time.Millisecond).Should(Equal(1), "reported again after remindEvery")
+	}).WithTimeout(remind+testenv.Wait).WithPolling(200*time.Millisecond).Should(Equal(1), "reported again after remind")
 	g.Expect(clk.Since(start)).To(BeNumerically("<", time.Hour), "the period never elapsed")
 	g.Expect(env.Client.Delete(ctx, copied)).To(Succeed())
 }

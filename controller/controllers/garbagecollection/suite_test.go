@@ -8,14 +8,14 @@ import (
 
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/karpenter/pkg/events"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 )
 
 var (
-	env    *testenv.Env
-	events *record.FakeRecorder
+	env *testenv.Env
 	// gc is driven pass by pass (Collect) on a fake clock; no loop runs it.
 	gc      *garbagecollection.Controller
 	gcClock *clocktesting.FakeClock
@@ -34,8 +34,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	events = record.NewFakeRecorder(1000)
 	gcClock = clocktesting.NewFakeClock(time.Now())
-	gc = garbagecollection.New(env.Client, env.Client, events, gcClock, time.Minute)
+	// Its events are not looked at: a recorder without a channel drops them.
+	gc = garbagecollection.New(env.Client, env.Client, events.NewRecorder(&record.FakeRecorder{}), gcClock, time.Minute)
 	return m.Run()
 }

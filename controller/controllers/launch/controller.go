@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -43,12 +42,6 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
-)
-
-// Event reasons (on the NodeClaim). Part of the product's interface: do not rename.
-const (
-	ReasonRefusedAfterLaunch = "NodeGroupRefusedAfterLaunch"
-	ReasonSyncOverdue        = "NodeGroupSyncOverdue"
 )
 
 // DefaultOverdueAfter is how long after its creation a group may stay short of Synced before
@@ -326,31 +319,4 @@ func (c *Controller) Overdue() int {
 		}
 	}
 	return n
-}
-
-func refusedAfterLaunch(claim *karpv1.NodeClaim, group string, v nodegroup.Verdict) events.Event {
-	return events.Event{
-		InvolvedObject: claim,
-		Type:           corev1.EventTypeWarning,
-		Reason:         ReasonRefusedAfterLaunch,
-		Message: fmt.Sprintf("NodeGroup %s was refused after launch (%s: %s); deleted this NodeClaim so Karpenter plans again now instead of waiting out its registration timeout",
-			group, v.Reason, v.Message),
-		DedupeValues: []string{string(claim.UID)},
-	}
-}
-
-func syncOverdue(claim *karpv1.NodeClaim, group *ngv1.NodeGroup, age time.Duration) events.Event {
-	phase := group.Status.Phase
-	if phase == "" {
-		phase = "none"
-	}
-	return events.Event{
-		InvolvedObject: claim,
-		Type:           corev1.EventTypeWarning,
-		Reason:         ReasonSyncOverdue,
-		Message: fmt.Sprintf("NodeGroup %s is still not Synced %s after its creation (phase %s); nothing is deleted, Karpenter's registration timeout decides for a node that never registers",
-			group.Name, age, phase),
-		DedupeValues:  []string{string(claim.UID)},
-		DedupeTimeout: time.Hour,
-	}
 }

@@ -16,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,25 +24,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/karpenter/pkg/events"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
-
-// ReasonNotStamped is the event reason when a node of a group labelled as ours gets no ID:
-// the group is not proven to be owned by a live NodeClaim, or does not have exactly one node.
-const ReasonNotStamped = "ProviderIDNotStamped"
 
 // Controller stamps clevercloud://<group> on <group>-node0 of a one-node group owned by a
 // live NodeClaim.
 type Controller struct {
 	kube     client.Client
 	api      client.Reader
-	recorder record.EventRecorder
+	recorder events.Recorder
 }
 
 // New builds the controller. api must be an uncached reader: ownership is confirmed with it.
-func New(kube client.Client, api client.Reader, recorder record.EventRecorder) *Controller {
+func New(kube client.Client, api client.Reader, recorder events.Recorder) *Controller {
 	return &Controller{kube: kube, api: api, recorder: recorder}
 }
 
@@ -93,16 +89,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		// A hand-copied group keeps our labels: stamping its node would make Karpenter count
 		// a node no NodeClaim launched. Garbage collection reports the group itself.
-		c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonNotStamped,
-			"NodeGroup %s carries the provider's labels but is not proven to be launched by Karpenter (%v); not stamping a provider ID", group.Name, err)
+		c.recorder.Publish(notOwned(node, group.Name, err))
 		log.FromContext(ctx).Info("not stamping a provider ID: nodegroup not owned by a live NodeClaim", "node", node.Name, "nodegroup", group.Name, "reason", err.Error())
 		return reconcile.Result{}, nil
 	}
 	// One provider ID names one node: only node0 of a group that asks for exactly one node
 	// gets it. A group resized by hand keeps its extra nodes unmanaged, and says so.
 	if group.Spec.NodeCount != 1 || node.Name != ngv1.NodeName(group.Name, 0) {
-		c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonNotStamped,
-			"NodeGroup %s asks for %d nodes; only %s of a one-node group gets a provider ID", group.Name, group.Spec.NodeCount, ngv1.NodeName(group.Name, 0))
+		c.recorder.Publish(notOneNode(node, group))
 		return reconcile.Result{}, nil
 	}
 	patch := client.MergeFrom(node.DeepCopy())

@@ -28,11 +28,11 @@ func providerIDOf(g Gomega, nodeName string) func() string {
 
 // notStamped waits for the stamper's refusal event about a group, so that "never stamped" is
 // asserted after the stamper has looked at the node and decided, not after a guessed delay.
-// seen keeps every event drained so far: one wait must not lose the event another waits for.
-func notStamped(g Gomega, seen *[]string, group, says string) {
+// got keeps every event drained so far: one wait must not lose the event another waits for.
+func notStamped(g Gomega, got *[]string, group, says string) {
 	g.Eventually(func() []string {
-		*seen = append(*seen, testenv.Drain(events.Events)...)
-		return *seen
+		*got = append(*got, testenv.Drain(seen.Events)...)
+		return *got
 	}).WithTimeout(testenv.Wait).Should(ContainElement(SatisfyAll(
 		ContainSubstring(providerid.ReasonNotStamped), ContainSubstring("NodeGroup "+group+" "), ContainSubstring(says))))
 }
@@ -57,8 +57,8 @@ func TestProviderIDIsStampedOnNode0OfAManagedOneNodeGroupOnly(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, resized)).To(Succeed())
 	n0 := env.NewNode(g, ngv1.NodeName(resized.Name, 0), resized.Name, "S", nil)
 	n1 := env.NewNode(g, ngv1.NodeName(resized.Name, 1), resized.Name, "S", nil)
-	var seen []string
-	notStamped(g, &seen, resized.Name, "asks for 2 nodes")
+	var got []string
+	notStamped(g, &got, resized.Name, "asks for 2 nodes")
 	g.Expect(providerIDOf(g, n0.Name)()).To(BeEmpty())
 	g.Expect(providerIDOf(g, n1.Name)()).To(BeEmpty())
 
@@ -94,9 +94,9 @@ func TestProviderIDNeedsProofOfOwnership(t *testing.T) {
 	ownedNode := env.NewNode(g, ngv1.NodeName(owned.Name, 0), owned.Name, "S", nil)
 
 	g.Eventually(providerIDOf(g, ownedNode.Name)).WithTimeout(testenv.Wait).Should(Equal("clevercloud://" + owned.Name))
-	var seen []string
-	notStamped(g, &seen, noOwner.Name, "no NodeClaim UID")
-	notStamped(g, &seen, keptOwner.Name, "do not both name the group")
+	var got []string
+	notStamped(g, &got, noOwner.Name, "no NodeClaim UID")
+	notStamped(g, &got, keptOwner.Name, "do not both name the group")
 	g.Expect(providerIDOf(g, copiedNode.Name)()).To(BeEmpty())
 	g.Expect(providerIDOf(g, keptNode.Name)()).To(BeEmpty())
 
@@ -109,6 +109,6 @@ func TestProviderIDNeedsProofOfOwnership(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(gone), gone))
 	}).WithTimeout(testenv.Wait).Should(BeTrue())
 	orphanNode := env.NewNode(g, ngv1.NodeName(orphan.Name, 0), orphan.Name, "S", nil)
-	notStamped(g, &seen, orphan.Name, "is gone")
+	notStamped(g, &got, orphan.Name, "is gone")
 	g.Expect(providerIDOf(g, orphanNode.Name)()).To(BeEmpty())
 }

@@ -7,14 +7,16 @@ import (
 	"testing"
 
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/karpenter/pkg/events"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 )
 
 var (
-	env    *testenv.Env
-	events *record.FakeRecorder
+	env *testenv.Env
+	// seen receives every event the stamper publishes.
+	seen *record.FakeRecorder
 )
 
 // TestMain runs the provider-ID stamper in a real manager against a real apiserver, as
@@ -37,8 +39,8 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events = record.NewFakeRecorder(1000)
-	if err := providerid.New(mgr.GetClient(), mgr.GetAPIReader(), events).Register(ctx, mgr); err != nil {
+	seen = record.NewFakeRecorder(1000)
+	if err := providerid.New(mgr.GetClient(), mgr.GetAPIReader(), events.NewRecorder(seen)).Register(ctx, mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
