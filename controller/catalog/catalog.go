@@ -108,6 +108,7 @@ func (c *Catalog) Learn(flavor string, l Learned) bool {
 		// Learning only changes positive sizes; a rebuild cannot start failing because of it.
 		c.log.Error(err, "rebuilding catalogue after learning capacity", "flavor", flavor)
 	}
+	capacityLearned.WithLabelValues(flavor).Inc()
 	return true
 }
 

@@ -26,7 +26,6 @@ import (
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
@@ -129,15 +128,15 @@ func (c *CloudProvider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*k
 		return nil, fmt.Errorf("waiting for the operator's decision on nodegroup %q: %w", group.Name, err)
 	}
 	outcome := launchOutcome(verdict.Outcome)
-	metrics.AcceptanceSeconds.WithLabelValues(outcome).Observe(c.clock.Since(created).Seconds())
-	metrics.Launches.WithLabelValues(it.Name, outcome).Inc()
+	acceptanceSeconds.WithLabelValues(outcome).Observe(c.clock.Since(created).Seconds())
+	launches.WithLabelValues(it.Name, outcome).Inc()
 	switch verdict.Outcome {
 	case nodegroup.QuotaExceeded:
 		return nil, c.quotaRejected(ctx, claim, group, it, verdict.Message)
 	case nodegroup.Refused:
 		return nil, c.refused(ctx, claim, group, it, verdict)
 	case nodegroup.Vanished:
-		metrics.Vanished.WithLabelValues("acceptance").Inc()
+		Vanished.WithLabelValues(StageAcceptance).Inc()
 		c.recorder.Publish(nodeGroupVanished(claim, group.Name))
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q vanished before it was accepted", group.Name))
 	case nodegroup.Launched, nodegroup.Synced:

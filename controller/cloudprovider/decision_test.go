@@ -19,7 +19,6 @@ import (
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	provider "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
@@ -60,13 +59,13 @@ func TestCreateReturnsOnCreatingWithoutWaitingForTheVM(t *testing.T) {
 	group := awaitGroup(g, nc.Name)
 	g.Consistently(done).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
 
-	before := counterValue(metrics.Launches.WithLabelValues("2XS", "Accepted"))
+	before := counterValue(provider.Launches.WithLabelValues("2XS", "Accepted"))
 	verdict(g, group, ngv1.PhaseCreating, creating())
 	var r result
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(&r))
 	g.Expect(r.Err).NotTo(HaveOccurred())
 	g.Expect(r.Claim.Status.ProviderID).To(Equal("clevercloud://"+nc.Name), "core's cluster state needs the provider ID now")
-	g.Expect(counterValue(metrics.Launches.WithLabelValues("2XS", "Accepted"))).To(Equal(before + 1))
+	g.Expect(counterValue(provider.Launches.WithLabelValues("2XS", "Accepted"))).To(Equal(before + 1))
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(group), &ngv1.NodeGroup{})).To(Succeed())
 	g.Expect(drainEvents(f.events)).To(BeEmpty())
 }
@@ -146,12 +145,12 @@ func TestAFlavorTheAPIServerRefusesIsSetAside(t *testing.T) {
 	p := provider.New(env.Client, nodegroup.NewClient(env.Client, env.Client, env.Client), cat, nil, f.quota, events.NewRecorder(f.events), f.clock, 10*time.Minute)
 
 	nc := f.newClaim(g, "1", "1Gi")
-	before := counterValue(metrics.Launches.WithLabelValues("2XL", provider.OutcomeFlavorUnsupported))
+	before := counterValue(provider.Launches.WithLabelValues("2XL", provider.OutcomeFlavorUnsupported))
 	_, err = p.Create(context.Background(), nc) // the cheapest flavor by far: 2XL
 	g.Expect(cloudprovider.IsInsufficientCapacityError(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("spec.flavor"))
 	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Name: nc.Name}, &ngv1.NodeGroup{}))).To(BeTrue())
-	g.Expect(counterValue(metrics.Launches.WithLabelValues("2XL", provider.OutcomeFlavorUnsupported))).To(Equal(before + 1))
+	g.Expect(counterValue(provider.Launches.WithLabelValues("2XL", provider.OutcomeFlavorUnsupported))).To(Equal(before + 1))
 	g.Expect(drainEvents(f.events)).To(ConsistOf(SatisfyAll(ContainSubstring(provider.ReasonFlavorUnsupported), ContainSubstring("2XL"))))
 	g.Expect(offeredBy(g, p)).To(HaveKeyWithValue("2XL", false))
 
@@ -186,7 +185,7 @@ func TestRecordRefusalBooksALateRefusalLikeAnEarlyOne(t *testing.T) {
 	xsRefusals := func() float64 {
 		n := 0.0
 		for _, resource := range []string{"unknown", "RAM", "CPU"} {
-			n += counterValue(metrics.QuotaRejections.WithLabelValues("XS", resource))
+			n += counterValue(provider.QuotaRejections.WithLabelValues("XS", resource))
 		}
 		return n
 	}

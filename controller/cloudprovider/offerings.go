@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/karpenter/pkg/utils/resources"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
@@ -258,7 +257,7 @@ func (c *CloudProvider) quotaRejected(ctx context.Context, claim *karpv1.NodeCla
 	if resource == "" {
 		resource = "unknown"
 	}
-	metrics.QuotaRejections.WithLabelValues(it.Name, resource).Inc()
+	quotaRejections.WithLabelValues(it.Name, resource).Inc()
 	what := fmt.Sprintf("it would have brought the use to at most %s, so the limit is taken as %s", inferred.Point, inferred.Limit)
 	if parsed {
 		what += "; the platform said: " + message

@@ -17,13 +17,12 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	provider "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
 func rejections(g Gomega, flavor, resource string) float64 {
 	var m dto.Metric
-	g.Expect(metrics.QuotaRejections.WithLabelValues(flavor, resource).Write(&m)).To(Succeed())
+	g.Expect(provider.QuotaRejections.WithLabelValues(flavor, resource).Write(&m)).To(Succeed())
 	return m.GetCounter().GetValue()
 }
 

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
@@ -59,7 +58,7 @@ func (c *CloudProvider) RecordTransient(claim *karpv1.NodeClaim, group *ngv1.Nod
 // unavailable for a while, so Karpenter plans around it instead of cycling create → refuse.
 // Unlike a quota refusal, nothing says a larger flavor would fare the same.
 func (c *CloudProvider) refused(ctx context.Context, claim *karpv1.NodeClaim, group *ngv1.NodeGroup, it *cloudprovider.InstanceType, verdict nodegroup.Verdict) error {
-	metrics.Refusals.WithLabelValues(it.Name, verdict.Reason).Inc()
+	refusals.WithLabelValues(it.Name, verdict.Reason).Inc()
 	c.rejected.mark(it.Name)
 	c.recorder.Publish(nodeGroupRefused(claim, group.Name, it.Name, verdict.Reason, verdict.Message))
 	log.FromContext(ctx).Info("the node-group operator refused the nodegroup for a reason the provider does not know, deleting it",
@@ -75,7 +74,7 @@ func (c *CloudProvider) refused(ctx context.Context, claim *karpv1.NodeClaim, gr
 // 422): no group exists, and retrying the same flavor would fail the same way, so it is
 // offered as unavailable for a while and Karpenter picks another.
 func (c *CloudProvider) flavorUnsupported(ctx context.Context, claim *karpv1.NodeClaim, it *cloudprovider.InstanceType, err error) error {
-	metrics.Launches.WithLabelValues(it.Name, OutcomeFlavorUnsupported).Inc()
+	launches.WithLabelValues(it.Name, OutcomeFlavorUnsupported).Inc()
 	c.rejected.mark(it.Name)
 	c.recorder.Publish(flavorUnsupported(claim, it.Name, err))
 	log.FromContext(ctx).Info("the NodeGroup API refused the flavor, offering it as unavailable", "error", err.Error())

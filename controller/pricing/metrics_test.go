@@ -18,6 +18,7 @@ func TestMetricsRegisteredAndLintClean(t *testing.T) {
 	h := newHarness(t, nil)
 	h.api.SetFault(priceapi.ServerError)
 	_ = h.r.Refresh(context.Background()) // gives the failures vector a child to gather
+	ReportRates(loadBase(t).Rates) // as the controller does at start-up: the rate vector's children
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +26,7 @@ func TestMetricsRegisteredAndLintClean(t *testing.T) {
 	var ours []*dto.MetricFamily
 	names := map[string]bool{}
 	for _, mf := range families {
-		if strings.HasPrefix(mf.GetName(), metricsPrefix) {
+		if strings.HasPrefix(mf.GetName(), "karpenter_clevercloud_pricing_") {
 			ours = append(ours, mf)
 			names[mf.GetName()] = true
 		}

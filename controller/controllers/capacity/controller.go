@@ -18,7 +18,6 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 )
 
 // Controller feeds the catalogue with the capacity of Karpenter-managed nodes.
@@ -56,7 +55,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	l := catalog.Learned{CPU: cpu.Value(), MemoryKi: mem.Value() / 1024}
 	if c.catalog.Learn(flavor, l) {
-		metrics.CapacityLearned.WithLabelValues(flavor).Inc()
 		log.FromContext(ctx).Info("learned flavor capacity from a running node", "flavor", flavor, "node", node.Name, "cpu", l.CPU, "memoryKi", l.MemoryKi)
 	}
 	return reconcile.Result{}, nil

@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/events"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
@@ -223,8 +223,8 @@ func (c *Controller) Collect(ctx context.Context) error {
 			log.FromContext(ctx).Error(err, "reaping orphaned nodegroup", "nodegroup", g.Name)
 		}
 	}
-	metrics.GarbageRefused.WithLabelValues("NoOwnerClaim").Set(float64(refused))
-	metrics.Resized.Set(float64(resized))
+	garbageRefused.WithLabelValues("NoOwnerClaim").Set(float64(refused))
+	outOfBand.Set(float64(resized))
 	for _, nc := range claims.Items {
 		c.fastFail(ctx, &nc, existing)
 	}
@@ -244,7 +244,7 @@ func (c *Controller) reap(ctx context.Context, g *ngv1.NodeGroup, claimName stri
 	if err := c.kube.Delete(ctx, g, client.Preconditions{UID: &g.UID}); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("deleting nodegroup %q: %w", g.Name, err))
 	}
-	metrics.GarbageCollected.Inc()
+	garbageCollected.Inc()
 	c.recorder.Publish(reaped(g, claimName))
 	log.FromContext(ctx).Info("garbage-collected orphaned nodegroup", "nodegroup", g.Name, "nodeclaim", claimName)
 	return nil
@@ -262,7 +262,7 @@ func (c *Controller) fastFail(ctx context.Context, nc *karpv1.NodeClaim, existin
 	if err := c.api.Get(ctx, client.ObjectKey{Name: name}, &ngv1.NodeGroup{}); !apierrors.IsNotFound(err) {
 		return // still there, or we cannot tell: do nothing destructive
 	}
-	metrics.Vanished.WithLabelValues("registration").Inc()
+	cloudprovider.Vanished.WithLabelValues(cloudprovider.StageRegistration).Inc()
 	c.recorder.Publish(vanishedBeforeRegistration(nc, name))
 	log.FromContext(ctx).Info("nodegroup vanished before registration, deleting its nodeclaim", "nodegroup", name, "nodeclaim", nc.Name)
 	if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {

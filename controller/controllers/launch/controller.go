@@ -40,7 +40,6 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
@@ -203,7 +202,7 @@ func (c *Controller) surfaceTransient(ctx context.Context, claim *karpv1.NodeCla
 	if !changed || reason == "" {
 		return
 	}
-	metrics.TransientFailures.WithLabelValues(reason).Inc()
+	transientFailures.WithLabelValues(reason).Inc()
 	c.provider.RecordTransient(claim, group, v)
 	log.FromContext(ctx).Info("the node-group operator reports a transient failure on a launch; it retries on its own, nothing is deleted",
 		"reason", v.Reason, "message", v.Message)
@@ -275,7 +274,7 @@ func (c *Controller) failLaunch(ctx context.Context, cached *karpv1.NodeClaim, g
 		}
 		return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %q of refused nodegroup %q: %w", claim.Name, fresh.Name, err)
 	}
-	metrics.LateRefusals.WithLabelValues(verdict.Reason).Inc()
+	lateRefusals.WithLabelValues(verdict.Reason).Inc()
 	c.recorder.Publish(refusedAfterLaunch(claim, fresh.Name, verdict))
 	log.FromContext(ctx).Info("nodegroup refused after launch; deleted its nodeclaim so Karpenter plans again now",
 		"reason", verdict.Reason, "message", verdict.Message)
@@ -305,7 +304,7 @@ func (c *Controller) publishOverdueLocked() {
 			n++
 		}
 	}
-	metrics.LaunchesOverdue.Set(float64(n))
+	launchesOverdue.Set(float64(n))
 }
 
 // Overdue is the number of followed launches currently overdue (the gauge's value).

@@ -21,7 +21,6 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/launch"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
@@ -144,7 +143,7 @@ func TestARefusalAfterLaunchDeletesTheClaim(t *testing.T) {
 				phase = ngv1.PhaseCreating
 			}
 			claim, group := newLaunch(t, g, tc.flavor, phase, tc.before...)
-			late := metrics.LateRefusals.WithLabelValues(tc.refuse.Reason)
+			late := launch.LateRefusals.WithLabelValues(tc.refuse.Reason)
 			before := value(late)
 
 			setStatus(g, group, tc.phase, append(tc.before, tc.refuse)...)
@@ -171,7 +170,7 @@ func TestARegisteredClaimIsNeverDeleted(t *testing.T) {
 		setClaimCondition(g, claim.DeepCopy(), karpv1.ConditionTypeRegistered)
 		close(raced)
 	})
-	before := value(metrics.LateRefusals.WithLabelValues(ngv1.ReasonQuotaExceeded))
+	before := value(launch.LateRefusals.WithLabelValues(ngv1.ReasonQuotaExceeded))
 
 	setStatus(g, group, ngv1.PhaseQuotaExceeded, creating(), failed(ngv1.ReasonQuotaExceeded, ""))
 	g.Eventually(raced).WithTimeout(wait).Should(BeClosed(), "the follower read the claim to fail its launch")
@@ -182,7 +181,7 @@ func TestARegisteredClaimIsNeverDeleted(t *testing.T) {
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(group), &ngv1.NodeGroup{})).To(Succeed())
 	}).WithTimeout(2 * time.Second).Should(Succeed())
 	g.Expect(seen.about(group.Name)).NotTo(ContainElement(ContainSubstring(launch.ReasonRefusedAfterLaunch)))
-	g.Expect(value(metrics.LateRefusals.WithLabelValues(ngv1.ReasonQuotaExceeded))).To(Equal(before))
+	g.Expect(value(launch.LateRefusals.WithLabelValues(ngv1.ReasonQuotaExceeded))).To(Equal(before))
 }
 
 // A transient failure is surfaced, once per reason, and nothing is deleted for it; an
@@ -191,8 +190,8 @@ func TestARegisteredClaimIsNeverDeleted(t *testing.T) {
 func TestATransientFailureIsSurfacedAndNothingDeleted(t *testing.T) {
 	g := NewWithT(t)
 	claim, group := newLaunch(t, g, "S", ngv1.PhaseCreating, creating())
-	upstream := metrics.TransientFailures.WithLabelValues(ngv1.ReasonUpstreamError)
-	unknown := metrics.TransientFailures.WithLabelValues("VMBootFailed")
+	upstream := launch.TransientFailures.WithLabelValues(ngv1.ReasonUpstreamError)
+	unknown := launch.TransientFailures.WithLabelValues("VMBootFailed")
 	beforeUpstream, beforeUnknown := value(upstream), value(unknown)
 
 	setStatus(g, group, ngv1.PhaseUpstreamError, creating(), failed(ngv1.ReasonUpstreamError, "API error: RequestDidntReturnSuccess"))
@@ -235,13 +234,13 @@ func TestALaunchThatNeverSyncsIsSurfacedAsOverdue(t *testing.T) {
 	clk.Step(overdueAfter - clk.Since(group.CreationTimestamp.Time) + time.Second)
 	// Any event on the claim makes the follower look again (the requeue does in production).
 	setClaimCondition(g, claim.DeepCopy(), karpv1.ConditionTypeRegistered) // the node joined while Creating
-	g.Eventually(func() float64 { return value(metrics.LaunchesOverdue) }).WithTimeout(wait).Should(Equal(1.0))
+	g.Eventually(func() float64 { return value(launch.LaunchesOverdue) }).WithTimeout(wait).Should(Equal(1.0))
 	g.Expect(follower.Overdue()).To(Equal(1))
 	g.Eventually(func() []string { return seen.about(group.Name) }).WithTimeout(wait).Should(ContainElement(ContainSubstring(launch.ReasonSyncOverdue)))
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
 	g.Expect(claim.DeletionTimestamp).To(BeNil(), "an overdue launch is surfaced, never deleted")
 
 	setStatus(g, group, ngv1.PhaseSynced, synced())
-	g.Eventually(func() float64 { return value(metrics.LaunchesOverdue) }).WithTimeout(wait).Should(Equal(0.0))
+	g.Eventually(func() float64 { return value(launch.LaunchesOverdue) }).WithTimeout(wait).Should(Equal(0.0))
 	g.Expect(follower.Overdue()).To(Equal(0))
 }

@@ -1,0 +1,7 @@
+package cloudprovider
+
+// The provider's metrics, for the tests to read.
+var (
+	Launches        = launches
+	QuotaRejections = quotaRejections
+)
