@@ -48,6 +48,9 @@ type Options struct {
 	Sim *sim.Options
 	// Binary is a prebuilt controller; built from ./controller into WorkDir when empty.
 	Binary string
+	// BundleDir holds the rendered bundle to install (crds.yaml, karpenter.yaml); the
+	// repository's out/ when empty. The lifecycle suite installs a previous release's.
+	BundleDir string
 	// Logf receives progress lines; silent when nil.
 	Logf func(format string, args ...any)
 	// WorkDir receives the controller binary, its kubeconfig, logs and files. Required.
@@ -141,7 +144,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 			_ = e.Stop()
 		}
 	}()
-	bundle, err := LoadBundle(filepath.Join(e.root, "out"))
+	bundleDir := opts.BundleDir
+	if bundleDir == "" {
+		bundleDir = filepath.Join(e.root, "out")
+	}
+	bundle, err := LoadBundle(bundleDir)
 	if err != nil {
 		return nil, err
 	}
