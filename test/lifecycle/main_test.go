@@ -184,6 +184,10 @@ func previousSource(ctx context.Context) (string, error) {
 // clean up in the repository.
 func extract(ctx context.Context, commit, dst string) error {
 	root := harness.ModuleRoot()
+	if exec.CommandContext(ctx, "git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run() != nil {
+		// A shallow clone lacks it; its origin may still have it (a local clone's always does).
+		_ = exec.CommandContext(ctx, "git", "-C", root, "fetch", "--quiet", "--unshallow").Run()
+	}
 	if out, err := exec.CommandContext(ctx, "git", "-C", root, "cat-file", "-e", commit+"^{commit}").CombinedOutput(); err != nil {
 		return fmt.Errorf("the previous release, commit %s, is not in the repository at %s (git cat-file: %v %s): "+
 			"the upgrade scenario builds it from the history, so run it in a full clone (git fetch --unshallow)",
