@@ -120,10 +120,15 @@ func BinDir() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// BuildController builds the controller binary into dir and returns its path.
-func BuildController(ctx context.Context, dir string) (string, error) {
+// BuildController builds the controller binary into dir, linked with ldflags if any, and
+// returns its path.
+func BuildController(ctx context.Context, dir string, ldflags ...string) (string, error) {
 	out := filepath.Join(dir, "karpenter-clevercloud")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./controller")
+	args := []string{"build", "-o", out}
+	if len(ldflags) > 0 {
+		args = append(args, "-ldflags", strings.Join(ldflags, " "))
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "./controller")...)
 	cmd.Dir = ModuleRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
