@@ -56,9 +56,6 @@ func New(base Base, region string, overrides []Override, log logr.Logger) (*Cata
 // BaseRates are the embedded base catalogue's rates, which every base price derives from.
 func (c *Catalog) BaseRates() Rates { return c.base.Rates }
 
-// Region is the zone every instance type advertises.
-func (c *Catalog) Region() string { return c.region }
-
 // SetLive installs rates and the available-flavor list read from the public API. Prices of
 // every base flavor are recomputed from the rates; overrides are re-applied on top.
 func (c *Catalog) SetLive(rates Rates, available []string) error {

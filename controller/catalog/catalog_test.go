@@ -192,7 +192,7 @@ func TestInstanceTypeRequirementsAndLabels(t *testing.T) {
 	const region = "test-region" // not the default: the zone must come from the argument
 	c := mustNew(t, region, nil)
 	g := NewWithT(t)
-	g.Expect(c.Region()).To(Equal(region))
+	g.Expect(c.region).To(Equal(region))
 	for _, f := range platformTable {
 		it := mustGet(t, c, f.name)
 		g.Expect(it.Name).To(Equal(f.name))

@@ -174,7 +174,7 @@ func TestLoadFallsBackToTheBaseCatalogue(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred(), "a bad overrides file must never stop the controller")
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(gaugeValue(OverridesValid)).To(Equal(0.0))
-			g.Expect(c.Region()).To(Equal("par"))
+			g.Expect(c.region).To(Equal("par"))
 			// The base catalogue, unchanged: no part of the bad file was applied.
 			g.Expect(c.Flavors()).To(Equal(mustBase(t).Flavors))
 			g.Expect(mustGet(t, c, "M").Offerings[0].Price).To(Equal(0.1167))

@@ -42,9 +42,9 @@ const (
 	DriftReasonFlavorRetired cloudprovider.DriftReason = "FlavorRetired"
 )
 
-// QuotaRejectionTTL is how long a flavor refused by the quota stays unavailable, unless a
+// quotaRejectionTTL is how long a flavor refused by the quota stays unavailable, unless a
 // managed group is deleted first.
-const QuotaRejectionTTL = 3 * time.Minute
+const quotaRejectionTTL = 3 * time.Minute
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 
@@ -68,7 +68,7 @@ func New(kube client.Client, groups *nodegroup.Client, cat *catalog.Catalog, ove
 	tracker *quota.Tracker, recorder events.Recorder, clk clock.Clock, acceptanceTimeout time.Duration) *CloudProvider {
 	return &CloudProvider{
 		kube: kube, groups: groups, catalog: cat, overlays: overlays, recorder: recorder, clock: clk,
-		acceptanceTimeout: acceptanceTimeout, rejected: newUnavailable(clk, QuotaRejectionTTL), quota: tracker,
+		acceptanceTimeout: acceptanceTimeout, rejected: newUnavailable(clk, quotaRejectionTTL), quota: tracker,
 	}
 }
 

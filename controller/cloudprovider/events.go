@@ -130,9 +130,9 @@ func flavorUnsupported(claim *karpv1.NodeClaim, flavor string, err error) events
 		InvolvedObject: claim,
 		Type:           corev1.EventTypeWarning,
 		Reason:         ReasonFlavorUnsupported,
-		Message:        fmt.Sprintf("The NodeGroup API does not serve flavor %s; offering it as unavailable for %s: %v", flavor, QuotaRejectionTTL, err),
+		Message:        fmt.Sprintf("The NodeGroup API does not serve flavor %s; offering it as unavailable for %s: %v", flavor, quotaRejectionTTL, err),
 		DedupeValues:   []string{flavor},
-		DedupeTimeout:  QuotaRejectionTTL,
+		DedupeTimeout:  quotaRejectionTTL,
 	}
 }
 

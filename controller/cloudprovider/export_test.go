@@ -5,3 +5,9 @@ var (
 	Launches        = launches
 	QuotaRejections = quotaRejections
 )
+
+// The provider's memory spans, for the tests to step their clocks by.
+const (
+	QuotaRejectionTTL = quotaRejectionTTL
+	SteeringTTL       = steeringTTL
+)

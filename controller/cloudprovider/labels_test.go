@@ -24,7 +24,7 @@ func TestNodeClaimLabelsComeFromTheFlavorAndTheGroupOnlyCarriesUserLabels(t *tes
 	claim.Labels[corev1.LabelTopologyRegion] = "par"
 	built := nodegroup.Build(claim, f.class, "S")
 	for k := range built.Spec.Labels {
-		g.Expect(labels.IsOwned(k)).To(BeFalse(), "spec.labels[%s]", k)
+		g.Expect(labels.OwnerOf(k)).To(Equal(labels.User), "spec.labels[%s]", k)
 	}
 	g.Expect(built.Spec.Labels).To(Equal(map[string]string{"team": "platform", "workload": "web"}))
 	g.Expect(env.Client.Create(ctx, built)).To(Succeed())

@@ -85,12 +85,12 @@ func unavailableFlavors(its []*cloudprovider.InstanceType, names []string) []*cl
 	return out
 }
 
-// SteeringTTL is how long one look at the pending pods serves GetInstanceTypes, which
+// steeringTTL is how long one look at the pending pods serves GetInstanceTypes, which
 // Karpenter calls on every scheduling pass and for every NodePool (and many times more while
 // it simulates consolidation). A look that found no pending pod serves only
 // steeringIdleTTL: pods the scheduler has just marked unschedulable must not be missed by the
 // scheduling pass they start.
-const SteeringTTL = 2 * time.Second
+const steeringTTL = 2 * time.Second
 
 const steeringIdleTTL = 200 * time.Millisecond
 
@@ -130,7 +130,7 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 	s := &c.steering
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ttl := SteeringTTL
+	ttl := steeringTTL
 	if len(s.pending) == 0 {
 		ttl = steeringIdleTTL
 	}

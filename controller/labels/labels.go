@@ -163,9 +163,6 @@ func OwnerOf(key string) Owner {
 	return User // unreachable: owned is the union of parts
 }
 
-// IsOwned says whether a label key belongs to Karpenter, the provider or the platform.
-func IsOwned(key string) bool { return owned.MatchString(key) }
-
 // Check says whether a user may set key=value on a CKE node through a NodeGroup's spec.labels:
 // the key must be a qualified name nobody else owns, and the value a valid label value. The
 // error names the label and says why.

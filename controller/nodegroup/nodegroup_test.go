@@ -251,7 +251,7 @@ func TestBuildNeverPutsAnOwnedLabelInSpecLabels(t *testing.T) {
 	class.Spec.Labels["karpenter.sh/nodepool"] = "other"
 	ng := Build(claim, class, "M")
 	for k := range ng.Spec.Labels {
-		g.Expect(labels.IsOwned(k)).To(BeFalse(), k)
+		g.Expect(labels.OwnerOf(k)).To(Equal(labels.User), k)
 		g.Expect(k).NotTo(HavePrefix("karpenter.sh/"))
 	}
 	g.Expect(ng.Spec.Labels).To(HaveKeyWithValue("team", "platform"))

@@ -11,13 +11,6 @@ import (
 // RejectError is a document the provider refuses to use; it names the field and the reason.
 type RejectError = pricedoc.RejectError
 
-// Validation constants, documented in pricedoc.
-const (
-	RateBandFactor = pricedoc.RateBandFactor
-	VCPUService    = pricedoc.VCPUService
-	RAMService     = pricedoc.RAMService
-)
-
 // DecodeProduct reads a /v4/kubernetes-product document: the sorted available flavors, the
 // union of every topology's list when topology is empty, that topology's list otherwise.
 func DecodeProduct(body []byte, topology string) ([]string, error) {

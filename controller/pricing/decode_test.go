@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing/pricedoc"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/priceapi"
 )
 
@@ -58,7 +59,7 @@ func TestRealisticPriceSystemPricesExactly(t *testing.T) {
 // "valid" document could make a flavor free.
 func TestBandFloorKeepsPricesPositive(t *testing.T) {
 	base := loadBase(t)
-	floor := catalog.Rates{VCPUHourly: base.Rates.VCPUHourly / RateBandFactor, RAMGBHourly: base.Rates.RAMGBHourly / RateBandFactor}
+	floor := catalog.Rates{VCPUHourly: base.Rates.VCPUHourly / pricedoc.RateBandFactor, RAMGBHourly: base.Rates.RAMGBHourly / pricedoc.RateBandFactor}
 	for _, f := range base.Flavors {
 		if p := price(floor, f.CPU, f.NominalGB); p <= 0 {
 			t.Errorf("%s prices %v at the band floor", f.Name, p)
@@ -107,52 +108,52 @@ func TestPriceSystemRejections(t *testing.T) {
 		{name: "countable missing", body: mutate(t, func(d map[string]any) { delete(d, "countable") }), field: "countable", why: "missing"},
 		{name: "vcpu missing", body: mutate(t, func(d map[string]any) {
 			cs := d["countable"].([]any)
-			d["countable"] = slices.DeleteFunc(cs, func(c any) bool { return c.(map[string]any)["service"] == VCPUService })
+			d["countable"] = slices.DeleteFunc(cs, func(c any) bool { return c.(map[string]any)["service"] == pricedoc.VCPUService })
 		}), field: "countable[kubernetes.node.vcpu]", why: "missing"},
 		{name: "ram twice", body: mutate(t, func(d map[string]any) {
-			d["countable"] = append(d["countable"].([]any), countableOf(d, RAMService))
+			d["countable"] = append(d["countable"].([]any), countableOf(d, pricedoc.RAMService))
 		}), field: "countable[kubernetes.node.ram]", why: "listed 2 times"},
-		{name: "ram unit GB", body: mutate(t, func(d map[string]any) { countableOf(d, RAMService)["data_unit"] = "GB" }),
+		{name: "ram unit GB", body: mutate(t, func(d map[string]any) { countableOf(d, pricedoc.RAMService)["data_unit"] = "GB" }),
 			field: "countable[kubernetes.node.ram].data_unit", why: `"GB", want "B"`},
-		{name: "vcpu unit missing", body: mutate(t, func(d map[string]any) { delete(countableOf(d, VCPUService), "data_unit") }),
+		{name: "vcpu unit missing", body: mutate(t, func(d map[string]any) { delete(countableOf(d, pricedoc.VCPUService), "data_unit") }),
 			field: "countable[kubernetes.node.vcpu].data_unit", why: "missing"},
 		{name: "ram quantity GiB", body: mutate(t, func(d map[string]any) {
-			countableOf(d, RAMService)["data_quantity_for_price"] = map[string]any{"quantity": 1073741824}
+			countableOf(d, pricedoc.RAMService)["data_quantity_for_price"] = map[string]any{"quantity": 1073741824}
 		}), field: "countable[kubernetes.node.ram].data_quantity_for_price.quantity", why: "1073741824, want 1000000000"},
 		{name: "vcpu quantity 1000", body: mutate(t, func(d map[string]any) {
-			countableOf(d, VCPUService)["data_quantity_for_price"] = map[string]any{"quantity": 1000}
+			countableOf(d, pricedoc.VCPUService)["data_quantity_for_price"] = map[string]any{"quantity": 1000}
 		}), field: "countable[kubernetes.node.vcpu].data_quantity_for_price.quantity", why: "want 1"},
-		{name: "vcpu quantity missing", body: mutate(t, func(d map[string]any) { delete(countableOf(d, VCPUService), "data_quantity_for_price") }),
+		{name: "vcpu quantity missing", body: mutate(t, func(d map[string]any) { delete(countableOf(d, pricedoc.VCPUService), "data_quantity_for_price") }),
 			field: "countable[kubernetes.node.vcpu].data_quantity_for_price.quantity", why: "missing"},
 		{name: "per-second interval", body: mutate(t, func(d map[string]any) {
-			countableOf(d, VCPUService)["time_interval_for_price"] = map[string]any{"interval": "PT1S"}
+			countableOf(d, pricedoc.VCPUService)["time_interval_for_price"] = map[string]any{"interval": "PT1S"}
 		}), field: "countable[kubernetes.node.vcpu].time_interval_for_price.interval", why: `"PT1S", want "PT1H"`},
 		{name: "tiered vcpu", body: mutate(t, func(d map[string]any) {
-			countableOf(d, VCPUService)["price_plans"] = []any{
+			countableOf(d, pricedoc.VCPUService)["price_plans"] = []any{
 				map[string]any{"max_quantity": 4, "price": 0}, map[string]any{"price": 0.00277777777}}
 		}), field: "countable[kubernetes.node.vcpu].price_plans", why: "2 plans: a tiered plan"},
-		{name: "no plan", body: mutate(t, func(d map[string]any) { countableOf(d, RAMService)["price_plans"] = []any{} }),
+		{name: "no plan", body: mutate(t, func(d map[string]any) { countableOf(d, pricedoc.RAMService)["price_plans"] = []any{} }),
 			field: "countable[kubernetes.node.ram].price_plans", why: "empty"},
-		{name: "plans missing", body: mutate(t, func(d map[string]any) { delete(countableOf(d, RAMService), "price_plans") }),
+		{name: "plans missing", body: mutate(t, func(d map[string]any) { delete(countableOf(d, pricedoc.RAMService), "price_plans") }),
 			field: "countable[kubernetes.node.ram].price_plans", why: "missing"},
-		{name: "price missing", body: mutate(t, func(d map[string]any) { countableOf(d, RAMService)["price_plans"] = []any{map[string]any{}} }),
+		{name: "price missing", body: mutate(t, func(d map[string]any) { countableOf(d, pricedoc.RAMService)["price_plans"] = []any{map[string]any{}} }),
 			field: "countable[kubernetes.node.ram].price_plans[0].price", why: "missing"},
-		{name: "null plan", body: mutate(t, func(d map[string]any) { countableOf(d, RAMService)["price_plans"] = []any{nil} }),
+		{name: "null plan", body: mutate(t, func(d map[string]any) { countableOf(d, pricedoc.RAMService)["price_plans"] = []any{nil} }),
 			field: "countable[kubernetes.node.ram].price_plans[0].price", why: "missing"},
 		{name: "free vcpu", body: mutate(t, func(d map[string]any) {
-			countableOf(d, VCPUService)["price_plans"] = []any{map[string]any{"price": 0}}
+			countableOf(d, pricedoc.VCPUService)["price_plans"] = []any{map[string]any{"price": 0}}
 		}), field: "countable[kubernetes.node.vcpu].price_plans[0].price", why: "must be positive"},
 		{name: "negative ram", body: mutate(t, func(d map[string]any) {
-			countableOf(d, RAMService)["price_plans"] = []any{map[string]any{"price": -0.005}}
+			countableOf(d, pricedoc.RAMService)["price_plans"] = []any{map[string]any{"price": -0.005}}
 		}), field: "countable[kubernetes.node.ram].price_plans[0].price", why: "must be positive"},
 		{name: "ram per GB-month", body: mutate(t, func(d map[string]any) {
-			countableOf(d, RAMService)["price_plans"] = []any{map[string]any{"price": 4.0}}
+			countableOf(d, pricedoc.RAMService)["price_plans"] = []any{map[string]any{"price": 4.0}}
 		}), field: "countable[kubernetes.node.ram].price_plans[0].price", why: "outside the sane band"},
 		{name: "vcpu per second", body: mutate(t, func(d map[string]any) {
-			countableOf(d, VCPUService)["price_plans"] = []any{map[string]any{"price": 0.00277777777 / 3600}}
+			countableOf(d, pricedoc.VCPUService)["price_plans"] = []any{map[string]any{"price": 0.00277777777 / 3600}}
 		}), field: "countable[kubernetes.node.vcpu].price_plans[0].price", why: "outside the sane band"},
 		{name: "price as string", body: mutate(t, func(d map[string]any) {
-			countableOf(d, VCPUService)["price_plans"] = []any{map[string]any{"price": "0.0027"}}
+			countableOf(d, pricedoc.VCPUService)["price_plans"] = []any{map[string]any{"price": "0.0027"}}
 		}), field: "countable[kubernetes.node.vcpu]", why: "malformed"},
 	}
 	for _, tt := range tests {
@@ -190,7 +191,7 @@ func TestPriceSystemEdgesAccepted(t *testing.T) {
 	}
 	// The band edges are inclusive, and an explicit reference moves the band.
 	edge := mutate(t, func(d map[string]any) {
-		countableOf(d, VCPUService)["price_plans"] = []any{map[string]any{"price": 0.01}}
+		countableOf(d, pricedoc.VCPUService)["price_plans"] = []any{map[string]any{"price": 0.01}}
 	})
 	ref := catalog.Rates{Currency: "EUR", VCPUHourly: 0.002, RAMGBHourly: 0.005}
 	got, err := DecodePriceSystem(edge, "par", ref)
@@ -198,7 +199,7 @@ func TestPriceSystemEdgesAccepted(t *testing.T) {
 		t.Fatalf("upper band edge: %+v, %v", got, err)
 	}
 	// No interval stated is read as hourly, as the platform documents the rates.
-	noInterval := mutate(t, func(d map[string]any) { delete(countableOf(d, RAMService), "time_interval_for_price") })
+	noInterval := mutate(t, func(d map[string]any) { delete(countableOf(d, pricedoc.RAMService), "time_interval_for_price") })
 	if _, err := DecodePriceSystem(noInterval, "par", loadBase(t).Rates); err != nil {
 		t.Fatalf("countable without interval rejected: %v", err)
 	}

@@ -236,7 +236,7 @@ func TestSubscribersHearOfRefreshesAndStaleness(t *testing.T) {
 	signalled(t, first, "the second success")
 	h.clock.Step(period + time.Nanosecond) // past the first success's deadline
 	silent(t, first, "the first deadline, superseded")
-	if h.r.Stale() {
+	if h.r.Status().Stale {
 		t.Fatal("stale one period after the last success")
 	}
 

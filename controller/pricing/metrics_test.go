@@ -18,7 +18,7 @@ func TestMetricsRegisteredAndLintClean(t *testing.T) {
 	h := newHarness(t, nil)
 	h.api.SetFault(priceapi.ServerError)
 	_ = h.r.Refresh(context.Background()) // gives the failures vector a child to gather
-	ReportRates(loadBase(t).Rates) // as the controller does at start-up: the rate vector's children
+	ReportRates(loadBase(t).Rates)        // as the controller does at start-up: the rate vector's children
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

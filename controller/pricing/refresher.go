@@ -32,7 +32,7 @@ const (
 	// RetryMax caps the retry delay, which also never exceeds the refresh period.
 	RetryMax = 10 * time.Minute
 	// StaleAfterPeriods is how many refresh periods without success make prices stale: they
-	// are stale once the last success is more than StaleAfterPeriods × period old (see Stale).
+	// are stale once the last success is more than StaleAfterPeriods × period old (Status.Stale).
 	// Two periods leave room for one failed refresh and its retries before anyone is told.
 	StaleAfterPeriods = 2
 )
@@ -68,7 +68,11 @@ type Status struct {
 	LastAttempt, LastSuccess time.Time
 	// LastError is the error of the last refresh, nil if it succeeded or none ran yet.
 	LastError error
-	// Stale is Stale() at the time of the snapshot.
+	// Stale says whether the prices in use can no longer be trusted to be current: no success
+	// for more than StaleAfterPeriods periods, or the first attempts all failed (the catalogue
+	// is then still on its embedded prices). Before the first attempt it is false: the
+	// embedded prices are expected then. A product listing that cannot be read never makes
+	// prices stale: it only decides where availability comes from.
 	Stale bool
 	// StaleIn is how long, on the refresher's clock, until the prices turn stale unless a
 	// refresh succeeds first: a nanosecond past the deadline, since Stale is strict. 0 when
@@ -85,14 +89,8 @@ type Status struct {
 // applied, and counts as a failed refresh.
 type Sink func(context.Context, Update) error
 
-// Option tunes a Refresher, mostly for tests.
+// Option tunes a Refresher; the tests' options are in export_test.go.
 type Option func(*Refresher)
-
-// WithRequestTimeout bounds each HTTP request (DefaultRequestTimeout otherwise).
-func WithRequestTimeout(d time.Duration) Option { return func(x *Refresher) { x.timeout = d } }
-
-// WithJitterSource replaces the random source of the jitter; fn returns a value in [0, 1).
-func WithJitterSource(fn func() float64) Option { return func(x *Refresher) { x.random = fn } }
 
 // Refresher periodically reads the two public documents and hands validated rates and the
 // available-flavor list to its Sink. It never blocks start-up or provisioning: until the
@@ -148,7 +146,7 @@ var (
 // New builds a Refresher from the settings it needs: the endpoints and period of s.Pricing,
 // s.Region (the price-system zone_id) and s.Topology. It does not look at
 // s.Pricing.Enabled: the caller decides whether to add it to the manager. reference are the
-// loaded base catalogue's rates: live rates must stay within RateBandFactor of them, in their
+// loaded base catalogue's rates: live rates must stay within pricedoc.RateBandFactor of them, in their
 // currency. A nil client gets a default one (every request is bounded by the request timeout
 // anyway); a nil clock is the real clock.
 func New(s settings.Settings, reference catalog.Rates, client *http.Client, clk clock.Clock, sink Sink, opts ...Option) (*Refresher, error) {
@@ -485,33 +483,7 @@ func jitter(d time.Duration, u float64) time.Duration {
 	return time.Duration(float64(d) * (1 - Jitter + 2*Jitter*u))
 }
 
-// LastSuccess is when prices were last accepted and applied; zero if never.
-func (r *Refresher) LastSuccess() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastSuccess
-}
-
-// LastError is the error of the last refresh, nil if it succeeded or none ran yet.
-func (r *Refresher) LastError() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastErr
-}
-
-// Stale reports whether the prices in use can no longer be trusted to be current: no
-// success for more than StaleAfterPeriods periods, or the first attempts all failed (the
-// catalogue is then still on its embedded prices). Before the first attempt it is false:
-// the embedded prices are expected then. A product listing that cannot be read never makes
-// prices stale: it only decides where availability comes from.
-func (r *Refresher) Stale() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	stale, _ := r.staleLocked()
-	return stale
-}
-
-// staleLocked returns Stale and, when not stale after a success, the time left until it is.
+// staleLocked returns Status.Stale and, when not stale after a success, the time left until it is.
 func (r *Refresher) staleLocked() (bool, time.Duration) {
 	if r.lastSuccess.IsZero() {
 		return !r.lastAttempt.IsZero(), 0

@@ -222,9 +222,9 @@ func TestRefresherScheduleRetryAndRecovery(t *testing.T) {
 	}
 	// The outcome is recorded once the next attempt is scheduled, a period later.
 	h.expectScheduled(period)
-	start := h.r.LastSuccess()
-	if !start.Equal(h.clock.Now()) || h.r.Stale() {
-		t.Fatalf("after success: last %v stale %v", start, h.r.Stale())
+	start := h.r.Status().LastSuccess
+	if !start.Equal(h.clock.Now()) || h.r.Status().Stale {
+		t.Fatalf("after success: last %v stale %v", start, h.r.Status().Stale)
 	}
 	h.clock.Step(period)
 	h.update()
@@ -233,7 +233,7 @@ func TestRefresherScheduleRetryAndRecovery(t *testing.T) {
 	// The API breaks: nothing reaches the sink, and retries come sooner and sooner apart,
 	// never later than RetryMax.
 	h.api.SetEndpointFault(priceapi.PriceSystem, priceapi.ServerError)
-	lastGood := h.r.LastSuccess()
+	lastGood := h.r.Status().LastSuccess
 	h.clock.Step(period)
 	retries := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
 	for i, d := range retries {
@@ -249,8 +249,8 @@ func TestRefresherScheduleRetryAndRecovery(t *testing.T) {
 	if got := value(t, consecutiveFailures); got != float64(len(retries)) {
 		t.Fatalf("consecutive failures gauge %v, want %d", got, len(retries))
 	}
-	if !h.r.LastSuccess().Equal(lastGood) || h.r.LastError() == nil {
-		t.Fatalf("last good state not kept: last success %v, error %v", h.r.LastSuccess(), h.r.LastError())
+	if !h.r.Status().LastSuccess.Equal(lastGood) || h.r.Status().LastError == nil {
+		t.Fatalf("last good state not kept: last success %v, error %v", h.r.Status().LastSuccess, h.r.Status().LastError)
 	}
 
 	// It heals with new rates: applied at the next retry, and the schedule is back to the period.
@@ -318,7 +318,7 @@ func TestRefresherRejectsAndKeepsLastGood(t *testing.T) {
 				t.Fatalf("healthy refresh: %v", err)
 			}
 			good := h.update()
-			lastGood := h.r.LastSuccess()
+			lastGood := h.r.Status().LastSuccess
 
 			failures := refreshFailures.WithLabelValues(tt.endpoint, tt.reason)
 			before := value(t, failures)
@@ -335,7 +335,7 @@ func TestRefresherRejectsAndKeepsLastGood(t *testing.T) {
 				t.Fatalf("failures{%s,%s} rose by %v, want 1", tt.endpoint, tt.reason, got)
 			}
 			h.noUpdate()
-			if !h.r.LastSuccess().Equal(lastGood) || h.r.LastError() == nil {
+			if !h.r.Status().LastSuccess.Equal(lastGood) || h.r.Status().LastError == nil {
 				t.Fatal("the failed refresh replaced the last good state")
 			}
 			if value(t, ratesInUse.WithLabelValues(ResourceVCPU)) != good.Rates.VCPUHourly {
@@ -377,31 +377,31 @@ func TestRefresherTopology(t *testing.T) {
 
 func TestStale(t *testing.T) {
 	h := newHarness(t, nil)
-	if h.r.Stale() {
+	if h.r.Status().Stale {
 		t.Fatal("stale before any attempt")
 	}
 	h.api.SetFault(priceapi.ServerError)
 	if err := h.r.Refresh(context.Background()); err == nil {
 		t.Fatal("refresh against a failing API succeeded")
 	}
-	if !h.r.Stale() || !h.r.LastSuccess().IsZero() {
+	if !h.r.Status().Stale || !h.r.Status().LastSuccess.IsZero() {
 		t.Fatal("not stale after the first attempt failed")
 	}
 	h.api.SetFault(priceapi.Healthy)
 	if err := h.r.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if h.r.Stale() {
+	if h.r.Status().Stale {
 		t.Fatal("stale right after a success")
 	}
 	h.api.SetFault(priceapi.ServerError)
 	h.clock.Step(StaleAfterPeriods * period)
 	_ = h.r.Refresh(context.Background())
-	if h.r.Stale() {
+	if h.r.Status().Stale {
 		t.Fatal("stale at exactly two periods")
 	}
 	h.clock.Step(time.Nanosecond)
-	if !h.r.Stale() {
+	if !h.r.Status().Stale {
 		t.Fatal("not stale past two periods without success")
 	}
 }
@@ -428,7 +428,7 @@ func TestStartStopsCleanlyWhileStalled(t *testing.T) {
 		t.Fatal("Start did not return after cancel")
 	}
 	// Losing the lease or shutting down is not an API failure.
-	if value(t, timeouts) != beforeT || value(t, requests) != beforeR || h.r.LastError() != nil || h.r.Stale() {
+	if value(t, timeouts) != beforeT || value(t, requests) != beforeR || h.r.Status().LastError != nil || h.r.Status().Stale {
 		t.Fatal("a cancelled refresh was recorded as a failure")
 	}
 }

@@ -25,7 +25,7 @@
 // provisional limit: launches that fit it are admitted concurrently, and launches beyond it go
 // as probes. One probe at a time at first, so an organisation on the default quota gets at
 // most one refusal before the limit is inferred; every accepted probe lets one more probe fly
-// (the window grows with each round of verdicts, up to MaxProbeWindow), so an organisation
+// (the window grows with each round of verdicts, up to 16 probes), so an organisation
 // whose quota was raised grows in a few rounds instead of one node per round. The first
 // refusal closes the window. A provisional limit hides flavors from Karpenter only where its
 // headroom holds every pending pod (SteerWithin): no probe is needed then, and a refused one
@@ -40,27 +40,27 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// LearnedLimitTTL is how long a bound is trusted: a proven use, a refusal consistent with CKE's
+// learnedLimitTTL is how long a bound is trusted: a proven use, a refusal consistent with CKE's
 // default quota, or a limit read from a refusal message.
-const LearnedLimitTTL = 15 * time.Minute
+const learnedLimitTTL = 15 * time.Minute
 
-// LowRefusalTTL is how long a refusal below CKE's default quota (raised to what was proven) is
+// lowRefusalTTL is how long a refusal below CKE's default quota (raised to what was proven) is
 // trusted. Such a refusal is as likely a reservation the quota engine leaked (create → reject
 // → delete bursts and deletes during the first reconcile leak for minutes) as a lower limit.
-const LowRefusalTTL = 3 * time.Minute
+const lowRefusalTTL = 3 * time.Minute
 
 // DefaultLimit is CKE's default organisation quota, the provisional limit until the real one
 // is configured or inferred.
 var DefaultLimit = Limit{CPU: 40, GB: 40}
 
-// MaxProbeWindow bounds how many launches may be in flight beyond the provisional limit, hence
+// maxProbeWindow bounds how many launches may be in flight beyond the provisional limit, hence
 // how many the platform can refuse at once when the real limit is reached.
-const MaxProbeWindow = 16
+const maxProbeWindow = 16
 
-// ReservationTTL bounds how long an admitted launch holds headroom without its NodeGroup
+// reservationTTL bounds how long an admitted launch holds headroom without its NodeGroup
 // showing up in the usage (a crashed Create must not leak headroom forever), and how long a
 // launch waits for its verdict before it is forgotten.
-const ReservationTTL = 2 * time.Minute
+const reservationTTL = 2 * time.Minute
 
 // maxRefusals bounds the refused points remembered; the oldest go first.
 const maxRefusals = 32
@@ -104,11 +104,11 @@ func (l Limit) String() string {
 	return part(l.CPU) + " vCPU / " + part(l.GB) + " GB"
 }
 
-// LeakTTL is how long the quota engine may keep charging an accepted group deleted while its
+// leakTTL is how long the quota engine may keep charging an accepted group deleted while its
 // first reconcile ran, once it is gone (§5: "for minutes"; the simulator's 3 minutes, with a
 // margin for the delete to land). The tracker charges such a group as long, so the engine's
 // leak causes no refusal.
-const LeakTTL = 3*time.Minute + 15*time.Second
+const leakTTL = 3*time.Minute + 15*time.Second
 
 // GroupState is what an observation says of one NodeGroup.
 type GroupState uint8
@@ -216,7 +216,7 @@ type Tracker struct {
 	floorCPU, floorGB stamp
 	refusals          []refusedPoint
 	// window is how many probes may be in flight: 1, plus one per accepted probe since the
-	// last refusal, at most MaxProbeWindow.
+	// last refusal, at most maxProbeWindow.
 	window int
 }
 
@@ -235,13 +235,6 @@ func (t *Tracker) Limit() Limit {
 	return t.limitLocked()
 }
 
-// Proven returns the proven lower bound of the limit (0 where nothing is proven).
-func (t *Tracker) Proven() Usage {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.floorLocked()
-}
-
 func (t *Tracker) live(s stamp, ttl time.Duration) int64 {
 	if s.value > 0 && t.clock.Since(s.at) < ttl {
 		return s.value
@@ -250,17 +243,17 @@ func (t *Tracker) live(s stamp, ttl time.Duration) int64 {
 }
 
 func (t *Tracker) floorLocked() Usage {
-	return Usage{CPU: t.live(t.floorCPU, LearnedLimitTTL), GB: t.live(t.floorGB, LearnedLimitTTL)}
+	return Usage{CPU: t.live(t.floorCPU, learnedLimitTTL), GB: t.live(t.floorGB, learnedLimitTTL)}
 }
 
 // fixedLocked is the part of the limit that is stated: configured, else said by a message.
 func (t *Tracker) fixedLocked() Limit {
 	l := t.configured
 	if l.CPU == 0 {
-		l.CPU = t.live(t.saidCPU, LearnedLimitTTL)
+		l.CPU = t.live(t.saidCPU, learnedLimitTTL)
 	}
 	if l.GB == 0 {
-		l.GB = t.live(t.saidGB, LearnedLimitTTL)
+		l.GB = t.live(t.saidGB, learnedLimitTTL)
 	}
 	return l
 }
@@ -389,7 +382,7 @@ func (t *Tracker) Accepted(group string) {
 	}
 	t.raiseFloorLocked()
 	if l.probe {
-		t.window = min(t.window+1, MaxProbeWindow)
+		t.window = min(t.window+1, maxProbeWindow)
 	}
 	t.publishLocked()
 }
@@ -400,14 +393,14 @@ func (t *Tracker) raiseFloorLocked() {
 	now := t.clock.Now()
 	proven := t.proven
 	for name, v := range t.vouched {
-		if now.Sub(v.at) > ReservationTTL {
+		if now.Sub(v.at) > reservationTTL {
 			delete(t.vouched, name)
 			continue
 		}
 		proven = proven.Add(v.usage)
 	}
 	raise := func(s *stamp, v int64) {
-		if v > 0 && v >= t.live(*s, LearnedLimitTTL) {
+		if v > 0 && v >= t.live(*s, learnedLimitTTL) {
 			*s = stamp{value: v, at: now}
 		}
 	}
@@ -442,7 +435,7 @@ func (t *Tracker) Refused(group string, u Usage) Refusal {
 	// The engine may keep charging a refused group for minutes once it is deleted (§5), but
 	// not always: charging it here would hide every flavor that fits for minutes after each
 	// refusal. A refusal that a leak causes is one below the estimate, trusted briefly
-	// (LowRefusalTTL), so a leak costs at most one more refusal.
+	// (lowRefusalTTL), so a leak costs at most one more refusal.
 	t.refusedGroups[group] = reservation{usage: u, at: now}
 	t.closeWindowLocked()
 
@@ -454,9 +447,9 @@ func (t *Tracker) Refused(group string, u Usage) Refusal {
 		t.raiseFloorLocked()
 	}
 	prior := t.priorLocked()
-	ttl := LearnedLimitTTL
+	ttl := learnedLimitTTL
 	if point.FitsIn(Usage(prior)) {
-		ttl = LowRefusalTTL
+		ttl = lowRefusalTTL
 	}
 	t.rememberLocked(refusedPoint{use: point, until: now.Add(ttl)})
 	est := t.limitLocked()
@@ -538,7 +531,7 @@ func (t *Tracker) Record(o Observation) {
 	for name, r := range t.refusedGroups {
 		gr, seen := t.groups[name]
 		switch {
-		case now.Sub(r.at) > ReservationTTL || (seen && gr.State == GroupUncharged):
+		case now.Sub(r.at) > reservationTTL || (seen && gr.State == GroupUncharged):
 			delete(t.refusedGroups, name)
 		case seen:
 			t.usage = t.usage.Sub(r.usage)
@@ -608,7 +601,7 @@ func (t *Tracker) usedLocked() Usage {
 	now := t.clock.Now()
 	leaks := t.leaks[:0]
 	for _, l := range t.leaks {
-		if now.Sub(l.at) < LeakTTL {
+		if now.Sub(l.at) < leakTTL {
 			leaks = append(leaks, l)
 			used = used.Add(l.usage)
 		}
@@ -616,14 +609,14 @@ func (t *Tracker) usedLocked() Usage {
 	clear(t.leaks[len(leaks):])
 	t.leaks = leaks
 	for name, r := range t.reservations {
-		if now.Sub(r.at) > ReservationTTL {
+		if now.Sub(r.at) > reservationTTL {
 			delete(t.reservations, name)
 			continue
 		}
 		used = used.Add(r.usage)
 	}
 	for name, l := range t.launches {
-		if now.Sub(l.at) > ReservationTTL {
+		if now.Sub(l.at) > reservationTTL {
 			delete(t.launches, name)
 		}
 	}

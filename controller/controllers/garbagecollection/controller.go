@@ -137,7 +137,7 @@ func (c *Controller) run(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, ctrl.Log.WithName("clevercloud.garbagecollection"))
 	c.drain() // the first pass covers whatever was kicked before this replica led
 	for {
-		if err := c.Collect(ctx); err != nil {
+		if err := c.collect(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "garbage collection pass failed")
 		}
 		if !c.wait(ctx) {
@@ -177,8 +177,8 @@ func (c *Controller) drain() {
 	}
 }
 
-// Collect runs one pass.
-func (c *Controller) Collect(ctx context.Context) error {
+// collect runs one pass.
+func (c *Controller) collect(ctx context.Context) error {
 	groups := &ngv1.NodeGroupList{}
 	if err := c.kube.List(ctx, groups); err != nil {
 		return fmt.Errorf("listing nodegroups: %w", err)

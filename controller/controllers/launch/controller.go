@@ -43,12 +43,6 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
-// DefaultOverdueAfter is how long after its creation a group may stay short of Synced before
-// it is surfaced. Live groups sync 38–58 s after creation (p99 about a minute) and one outlier
-// took 6 min 30 s and still worked: 10 minutes flags what is really stuck, without crying wolf
-// on a slow boot, and still comes 5 minutes before Karpenter's registration timeout.
-const DefaultOverdueAfter = 10 * time.Minute
-
 // Provider is what the follower needs from the cloud provider: Create's bookkeeping of a
 // refusal and of a transient failure, so a late one is recorded exactly like an early one.
 type Provider interface {
@@ -82,8 +76,9 @@ type follow struct {
 	overdue bool
 }
 
-// New builds the follower. api must be an uncached reader; overdueAfter is
-// DefaultOverdueAfter in production (tests shorten it).
+// New builds the follower. api must be an uncached reader; overdueAfter is how long after its
+// creation a group may stay short of Synced before it is surfaced (settings.SyncOverdueAfter,
+// which says why 10 minutes by default).
 func New(kube client.Client, api client.Reader, provider Provider, recorder events.Recorder, clk clock.Clock, overdueAfter time.Duration) *Controller {
 	return &Controller{kube: kube, api: api, provider: provider, recorder: recorder, clock: clk, overdueAfter: overdueAfter,
 		followed: map[string]*follow{}}
@@ -297,20 +292,10 @@ func (c *Controller) forget(name string) {
 	}
 }
 
-func (c *Controller) publishOverdueLocked() {
-	n := 0
-	for _, f := range c.followed {
-		if f.overdue {
-			n++
-		}
-	}
-	launchesOverdue.Set(float64(n))
-}
+func (c *Controller) publishOverdueLocked() { launchesOverdue.Set(float64(c.overdueLocked())) }
 
-// Overdue is the number of followed launches currently overdue (the gauge's value).
-func (c *Controller) Overdue() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// overdueLocked counts the followed launches currently overdue.
+func (c *Controller) overdueLocked() int {
 	n := 0
 	for _, f := range c.followed {
 		if f.overdue {

@@ -6,3 +6,10 @@ var (
 	TransientFailures = transientFailures
 	LaunchesOverdue   = launchesOverdue
 )
+
+// Overdue is the number of followed launches currently overdue, which the gauge publishes.
+func (c *Controller) Overdue() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.overdueLocked()
+}

@@ -54,7 +54,7 @@ const (
 	// product listing could not be read (401 since 2026-09), so availability is the
 	// catalogue's and the topology is ignored.
 	PricesProductListingUnavailable = "ProductListingUnavailable"
-	// PricesRefreshFailing (False): stale by pricing.Refresher.Stale's rule, no success for
+	// PricesRefreshFailing (False): stale by pricing.Status.Stale's rule, no success for
 	// more than pricing.StaleAfterPeriods refresh periods, or none at all after an attempt.
 	PricesRefreshFailing = "RefreshFailing"
 )

@@ -53,7 +53,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 
 // Reconcile implements reconcile.Reconciler.
 func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	o, err := Count(ctx, c.kube, c.catalog)
+	o, err := count(ctx, c.kube, c.catalog)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -62,11 +62,11 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	return reconcile.Result{}, nil
 }
 
-// Count adds up what the organisation quota charges: each NodeGroup's nodes at its flavor's
+// count adds up what the organisation quota charges: each NodeGroup's nodes at its flavor's
 // size, except groups the quota refused (they hold nothing), and each control-plane node. The
 // part the platform accepted (accepted groups, the control plane) is the proven use: the
 // limit is at least that.
-func Count(ctx context.Context, kube client.Client, cat *catalog.Catalog) (quota.Observation, error) {
+func count(ctx context.Context, kube client.Client, cat *catalog.Catalog) (quota.Observation, error) {
 	groups := &ngv1.NodeGroupList{}
 	if err := kube.List(ctx, groups, client.UnsafeDisableDeepCopy); err != nil {
 		return quota.Observation{}, fmt.Errorf("listing nodegroups: %w", err)
