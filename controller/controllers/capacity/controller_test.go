@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/testenv"
 )
 
 func TestCapacityIsLearnedFromKarpenterNodes(t *testing.T) {

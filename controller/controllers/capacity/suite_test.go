@@ -10,7 +10,7 @@ import (
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/capacity"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/testenv"
 )
 
 var (

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/events"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/testenv"
 )
 
 var (

@@ -19,9 +19,9 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/launch"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/testenv"
 )
 
 // overdueAfter is the follower's threshold in these tests, crossed by stepping the fake clock;

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/labels"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/testenv"
 )
 
 func TestCleverNodeClassCRDRejectsLabelsTheNodeGroupAPIWouldRefuse(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/testenv"
 )
 
 var env *testenv.Env

@@ -12,8 +12,8 @@ import (
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotausage"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/internal/testenv"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/testenv"
 )
 
 var (

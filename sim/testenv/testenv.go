@@ -1,7 +1,9 @@
 // Package testenv starts a real kube-apiserver and etcd (the simulated CKE's pinned binaries)
-// with every CRD the provider touches: Karpenter's, CleverNodeClass and CKE's NodeGroup.
-// Each package of integration tests starts one in its TestMain and shares it between its tests,
-// which create what they need with the helpers here under names no other test uses.
+// with every CRD the provider touches: Karpenter's, CleverNodeClass and CKE's NodeGroup, and
+// nothing running against them. The controller's integration tests (controller/..., in
+// _test.go files only, so that the product never links the simulator) start one per package in
+// their TestMain and share it between their tests, which create what they need with the
+// helpers here under names no other test uses.
 package testenv
 
 import (
@@ -101,7 +103,7 @@ func binaries() (string, error) {
 		return dir, nil
 	}
 	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+	root := filepath.Join(filepath.Dir(file), "..", "..")
 	out, err := exec.Command(filepath.Join(root, "sim", "tools", "build.sh")).Output()
 	if err != nil {
 		return "", fmt.Errorf("building control-plane binaries with sim/tools/build.sh (or set KUBEBUILDER_ASSETS): %w", err)
