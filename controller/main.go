@@ -47,10 +47,10 @@ func main() {
 	}
 
 	ctx, op := operator.NewOperator()
-	// Karpenter core runs its manager on a context nothing cancels, so SIGTERM used to kill
-	// the process outright: the leader lease stayed held and the next replica waited out its
+	// Karpenter core runs its manager on a context nothing cancels, so SIGTERM alone would kill
+	// the process outright, the leader lease still held, and the next replica would wait out its
 	// 15 s duration. Cancelling on SIGTERM lets the manager stop its runnables and release the
-	// lease (core sets LeaderElectionReleaseOnCancel); a second signal kills as before.
+	// lease (core sets LeaderElectionReleaseOnCancel); a second signal kills outright.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go func() { <-ctx.Done(); stop() }()

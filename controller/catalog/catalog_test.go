@@ -17,8 +17,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 )
 
-// platformFlavor is one row of the platform's flavor table (docs/cke-platform.md §3),
-// written out by hand so that the tests pin the published numbers, not the embedded file.
+// platformFlavor is one row of the platform's published flavor table, written out by hand so that the tests pin the published numbers, not the embedded file.
 type platformFlavor struct {
 	name      string
 	cpu       int64

@@ -145,7 +145,7 @@ func TestLoadOverrides(t *testing.T) {
 
 // Load and the OverridesValid gauge are process-global: these subtests run in order and each
 // first moves the gauge to the opposite value, so a Load that forgot to set it fails.
-func TestLoadFallsBackToTheBaseCatalogue(t *testing.T) {
+func TestLoadFallsBackToTheBaseCatalog(t *testing.T) {
 	good := "- name: M\n  priceHourly: 0.5\n"
 	for _, tc := range []struct {
 		name string
@@ -202,7 +202,7 @@ func TestLoadAppliesAGoodFile(t *testing.T) {
 	g.Expect(mustGet(t, c, "CUSTOM").Offerings[0].Price).To(Equal(0.01))
 }
 
-func TestFlavorPriceMetricFollowsTheCatalogue(t *testing.T) {
+func TestFlavorPriceMetricFollowsTheCatalog(t *testing.T) {
 	g := NewWithT(t)
 	c := mustNew(t, "par", []Override{{Name: "METRICX", CPU: ptrTo(int64(1)), MemoryKi: ptrTo(int64(1 << 20)), PriceHourly: ptrTo(0.0042)}})
 	g.Expect(gaugeValue(flavorPrice.WithLabelValues("METRICX"))).To(Equal(0.0042))

@@ -350,7 +350,7 @@ func (c *CloudProvider) upstreamDrift(claim *karpv1.NodeClaim, group *ngv1.NodeG
 	version := group.Annotations[v1alpha1.UpstreamAnnotationNodeClassHashVersion]
 	if legacy := nodegroup.OwnedSpecLabels(group); len(legacy) > 0 {
 		// Replacing them would roll the whole fleet at switch-over: they are reported, and go
-		// as they are replaced for any other reason (cke-platform.md §2; docs/switch-from-upstream.md).
+		// as they are replaced for any other reason (docs/switch-from-upstream.md).
 		c.recorder.Publish(legacyLabels(claim, group.Name, legacy))
 	}
 	match, known := class.UpstreamHashMatches(version, group.Annotations[v1alpha1.UpstreamAnnotationNodeClassHash])

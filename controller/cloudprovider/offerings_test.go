@@ -92,7 +92,7 @@ func pendingPods(t *testing.T, g Gomega, n int, cpu, memory string) {
 	}
 }
 
-// Issue 14: with the quota binding, the flavors that hold the most of the pending pods in the
+// With the quota binding, the flavors that hold the most of the pending pods in the
 // headroom are offered, so Karpenter does not strand the vCPU headroom on an M.
 func TestTheOfferingsSteerPendingPodsToTheFlavorsThatHoldTheMost(t *testing.T) {
 	g := NewWithT(t)

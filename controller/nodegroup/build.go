@@ -149,11 +149,11 @@ func Build(claim *karpv1.NodeClaim, class *v1alpha1.CleverNodeClass, flavor stri
 // class wins), keeping only user labels (labels.Check). CKE copies spec.labels onto every node
 // of the group, including nodes added by an out-of-band resize, so a key Karpenter, the
 // provider or the platform owns must never be there: karpenter.sh/nodepool on such an extra
-// node, which has no NodeClaim, wedges Karpenter core's cluster state (cke-platform.md §2, §7
-// item 13). Owned labels still reach the node: Karpenter copies the NodeClaim's labels (zone,
-// region, instance type, capacity type, node pool…) onto it when it registers. User labels are
-// kept here so that they are on the node from the moment it joins, before registration, for
-// DaemonSets and other selectors.
+// node, which has no NodeClaim, wedges Karpenter core's cluster state. Owned labels still
+// reach the node: Karpenter copies the NodeClaim's labels (zone, region, instance type,
+// capacity type, node pool…) onto it when it registers. User labels are kept here so that
+// they are on the node from the moment it joins, before registration, for DaemonSets and
+// other selectors.
 func NodeLabels(claimLabels, classLabels map[string]string) map[string]string {
 	out := map[string]string{}
 	add := func(m map[string]string) {

@@ -25,7 +25,7 @@ const (
 	// QuotaExceeded: the organisation quota refused the group.
 	QuotaExceeded
 	// Refused: a ReconcileFailed reason the provider does not know, on a group the operator
-	// never accepted: a refusal it cannot classify (cke-platform.md §1 rev 2).
+	// never accepted: a refusal it cannot classify.
 	Refused
 	// Transient: a failure the operator retries on its own (UpstreamError, or an unknown
 	// reason on a group it had accepted). Not a refusal: nothing is deleted for it.

@@ -29,7 +29,7 @@ func productFailures(t *testing.T) float64 {
 // Whatever stops the listing from being read, the 401 of today's API first, prices still
 // refresh from the price system and every catalogue flavor stays offered, even with a
 // topology configured.
-func TestListingFailuresFallBackToTheCatalogue(t *testing.T) {
+func TestListingFailuresFallBackToTheCatalog(t *testing.T) {
 	tests := []struct {
 		name      string
 		break_    func(*priceapi.Server)

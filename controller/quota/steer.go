@@ -60,8 +60,8 @@ func Steer(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) 
 // headroom it leaves can hold every pending pod, it returns the flavors that do so — every
 // flavor that fits the headroom when it does not bind, else those whose nodes alone hold all
 // the pods — so Karpenter launches within it instead of probing the quota with a larger
-// flavor. A refused probe is not free: the quota engine may keep its reservation for minutes
-// (cke-platform.md §5), which, the probe having overflowed the headroom, takes all of it. It
+// flavor. A refused probe is not free: the quota engine may keep its reservation for minutes,
+// which, the probe having overflowed the headroom, takes all of it. It
 // returns nil when the pods need more than the headroom holds: probing is then the way to
 // learn whether the quota was raised.
 func SteerWithin(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) []string {

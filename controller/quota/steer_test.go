@@ -15,8 +15,8 @@ const (
 	pod = 110
 )
 
-// catalogue is CKE's six flavors: quota size and allocatable (memory seen by the kernel
-// minus 100Mi), cke-platform.md §3 rev 2.
+// catalogue is CKE's six flavors: quota size and allocatable (memory seen by the kernel of the
+// Kubernetes 1.37 node image, minus 100Mi).
 func catalogue() []quota.Flavor {
 	flavor := func(name string, cpu, gb, memKi int64) quota.Flavor {
 		return quota.Flavor{Name: name, Size: quota.Usage{CPU: cpu, GB: gb},

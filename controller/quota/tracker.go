@@ -4,7 +4,7 @@
 //
 // The limit comes from the settings when the user knows it. Otherwise it is inferred from the
 // platform's verdicts against the use the provider counts, because today's refusals carry no
-// message (cke-platform.md §5 rev 2):
+// message:
 //
 //   - an accepted launch proves the limit is at least the use it brought: the proven use
 //     (control plane and accepted groups) is a lower bound per resource;
@@ -105,8 +105,8 @@ func (l Limit) String() string {
 }
 
 // leakTTL is how long the quota engine may keep charging an accepted group deleted while its
-// first reconcile ran, once it is gone (§5: "for minutes"; the simulator's 3 minutes, with a
-// margin for the delete to land). The tracker charges such a group as long, so the engine's
+// first reconcile ran, once it is gone: minutes on today's platform, 3 in the simulator that
+// models it, plus a margin for the delete to land. The tracker charges such a group as long, so the engine's
 // leak causes no refusal.
 const leakTTL = 3*time.Minute + 15*time.Second
 
@@ -432,7 +432,7 @@ func (t *Tracker) Refused(group string, u Usage) Refusal {
 		gr.State = GroupUncharged
 		t.groups[group] = gr
 	}
-	// The engine may keep charging a refused group for minutes once it is deleted (§5), but
+	// The engine may keep charging a refused group for minutes once it is deleted, but
 	// not always: charging it here would hide every flavor that fits for minutes after each
 	// refusal. A refusal that a leak causes is one below the estimate, trusted briefly
 	// (lowRefusalTTL), so a leak costs at most one more refusal.

@@ -4,7 +4,7 @@
 //     manifest must never be deleted by us);
 //   - moves groups that record their claim in an owner reference (the upstream provider's and
 //     our earlier versions' way) to the claim UID annotation, so that a claim deleted with
-//     foreground propagation no longer takes its VM down before the drain;
+//     foreground propagation does not take its VM down before the drain;
 //   - fast-fails launched NodeClaims whose group vanished before the node registered, instead
 //     of letting them burn Karpenter's registration timeout;
 //   - surfaces groups resized out of band, and never fights them.

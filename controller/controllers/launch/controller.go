@@ -1,7 +1,7 @@
 // Package launch follows every launched NodeGroup until its NodeClaim registers and the group
 // is Synced. Create returns on the operator's decision (about 1 s after creation), so whatever
 // the operator publishes later would otherwise only be seen by Karpenter's 15-minute
-// registration timeout (cke-platform.md §7 items 10–11):
+// registration timeout:
 //   - a refusal published after launch (QuotaExceeded at any time, or an unknown
 //     ReconcileFailed reason on a group the operator never accepted) fails the launch now: the
 //     NodeClaim is deleted, so core plans again at once, and the refusal is recorded as Create

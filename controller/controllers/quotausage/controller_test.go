@@ -48,7 +48,7 @@ func TestCountChargesWhatTheQuotaHoldsAndProvesWhatWasAccepted(t *testing.T) {
 		cp("cp-0"), cp("cp-1"),
 		group("refused", "XL", refused, false),
 		// The refused group the provider deletes: the operator's finalizer keeps it a few
-		// seconds, still refused. It holds nothing (issue 14: the headroom read -16 GB then).
+		// seconds, still refused. It holds nothing (counting it made the headroom read -16 GB).
 		group("refused-deleting", "XL", refused, true),
 		group("pending", "2XS", ngv1.NodeGroupStatus{}, false),
 		group("creating", "M", creating, false),

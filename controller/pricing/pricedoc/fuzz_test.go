@@ -63,11 +63,11 @@ func loadBaseCatalog(tb testing.TB) (Rates, baseCatalog) {
 	tb.Helper()
 	b, err := os.ReadFile("../../catalog/base.json")
 	if err != nil {
-		tb.Fatalf("reading the base catalog: %v", err)
+		tb.Fatalf("reading the base catalogue: %v", err)
 	}
 	var base baseCatalog
 	if err := json.Unmarshal(b, &base); err != nil {
-		tb.Fatalf("decoding the base catalog: %v", err)
+		tb.Fatalf("decoding the base catalogue: %v", err)
 	}
 	return Rates{Currency: base.Rates.Currency, VCPUHourly: base.Rates.VCPUHourly, RAMGBHourly: base.Rates.RAMGBHourly}, base
 }

@@ -24,7 +24,7 @@ const (
 	PhaseUpstreamError = "UpstreamError"
 
 	// ReasonCreating is the ReconcileInProgress reason of an accepted group being built: the
-	// operator's first write on a group it accepted (cke-platform.md §1 rev 2).
+	// operator's first write on a group it accepted.
 	ReasonCreating = "Creating"
 	// ReasonSynced is the Ready reason once the group's VMs exist.
 	ReasonSynced = "Synced"
@@ -39,7 +39,7 @@ const (
 )
 
 // SupportedFlavors is the served CRD's enum on spec.flavor: the apiserver refuses any other
-// value with a 422 (cke-platform.md §1 rev 2).
+// value with a 422.
 var SupportedFlavors = []string{"2XS", "XS", "S", "M", "L", "XL"}
 
 // DefaultFlavor is the served CRD's default for spec.flavor.
