@@ -252,10 +252,10 @@ func (c *CloudProvider) quotaRejected(ctx context.Context, claim *karpv1.NodeCla
 		// resources for a while, so the same launch is not cycled through the quota engine.
 		// An explained refusal needs no memory: the estimate's headroom already excludes every
 		// flavor that would bring the use to the refused point or beyond.
-		c.rejected.mark(c.atLeastAsLarge(it, "unknown")...)
+		c.rejected.mark(c.atLeastAsLarge(it, quota.ResourceUnknown)...)
 	}
 	if resource == "" {
-		resource = "unknown"
+		resource = quota.ResourceUnknown
 	}
 	quotaRejections.WithLabelValues(it.Name, resource).Inc()
 	what := fmt.Sprintf("it would have brought the use to at most %s, so the limit is taken as %s", inferred.Point, inferred.Limit)
@@ -279,11 +279,11 @@ func (c *CloudProvider) atLeastAsLarge(refused *cloudprovider.InstanceType, reso
 	var out []string
 	for _, it := range c.catalog.InstanceTypes() {
 		switch resource {
-		case "CPU":
+		case quota.ResourceCPU:
 			if it.Capacity.Cpu().Cmp(*cpu) >= 0 {
 				out = append(out, it.Name)
 			}
-		case "RAM":
+		case quota.ResourceRAM:
 			if it.Capacity.Memory().Cmp(*mem) >= 0 {
 				out = append(out, it.Name)
 			}

@@ -163,7 +163,7 @@ func failureMessage(failed *metav1.Condition, fallback string) string {
 // QuotaUsage is what a quota rejection message says, e.g.
 // "Quota exceeded: RAM max: limit = 40.0 GB | actual = 48.0 GB".
 type QuotaUsage struct {
-	Resource string // "RAM" or "CPU"
+	Resource string // "RAM" or "CPU", as quota.ResourceRAM and quota.ResourceCPU spell them
 	Limit    float64
 	Actual   float64
 }

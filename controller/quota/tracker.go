@@ -149,12 +149,20 @@ type Observation struct {
 	Groups map[string]Group
 }
 
+// The resources the quota engine names in a refusal, as its messages spell them, and the
+// resource of a refusal attributed to neither.
+const (
+	ResourceCPU     = "CPU"
+	ResourceRAM     = "RAM"
+	ResourceUnknown = "unknown"
+)
+
 // Refusal is what the tracker inferred from a quota refusal.
 type Refusal struct {
 	// Point is the most the quota engine can have judged together with the refused launch.
 	Point Usage
-	// Resource is "CPU" or "RAM" when the estimate says the point exceeded that resource
-	// only, else "".
+	// Resource is ResourceCPU or ResourceRAM when the estimate says the point exceeded that
+	// resource only, else "".
 	Resource string
 	// Limit is the estimate in force after the refusal.
 	Limit Limit
@@ -339,8 +347,8 @@ func (t *Tracker) provisionalLocked() Limit {
 	return l
 }
 
-// Learn records a limit read from a refusal message ("CPU" or "RAM") of a cluster that still
-// says it. Configured limits win.
+// Learn records a limit read from a refusal message (ResourceCPU or ResourceRAM) of a cluster
+// that still says it. Configured limits win.
 func (t *Tracker) Learn(resource string, limit float64) {
 	if limit <= 0 {
 		return
@@ -349,9 +357,9 @@ func (t *Tracker) Learn(resource string, limit float64) {
 	defer t.mu.Unlock()
 	v := stamp{value: int64(limit), at: t.clock.Now()}
 	switch resource {
-	case "CPU":
+	case ResourceCPU:
 		t.saidCPU = v
-	case "RAM":
+	case ResourceRAM:
 		t.saidGB = v
 	}
 	t.closeWindowLocked()
@@ -456,9 +464,9 @@ func (t *Tracker) Refused(group string, u Usage) Refusal {
 	r := Refusal{Point: point, Limit: est, Explained: !point.FitsIn(Usage(est))}
 	switch overCPU, overGB := point.CPU > est.CPU, point.GB > est.GB; {
 	case overGB && !overCPU:
-		r.Resource = "RAM"
+		r.Resource = ResourceRAM
 	case overCPU && !overGB:
-		r.Resource = "CPU"
+		r.Resource = ResourceCPU
 	}
 	t.publishLocked()
 	return r
