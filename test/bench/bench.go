@@ -1,4 +1,4 @@
-// Package bench measures the provider on the simulated CKE (test/harness): provisioning
+// Package bench measures the provider on the simulated CKE (sim/stack): provisioning
 // latency step by step, the controller's CPU, memory and apiserver requests, and the cost of
 // the fleet it buys against a lower bound. `make bench` runs every scenario and writes
 // docs/bench/REPORT.md and docs/bench/report.json; `make bench-smoke` (and plain `go test`)
@@ -21,12 +21,13 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/cke"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// Bench is one run: the shared harness Env, the metrics sampler and the results so far.
+// Bench is one run: the shared stack Env, the metrics sampler and the results so far.
 type Bench struct {
-	Env     *harness.Env
+	Env     *stack.Env
 	Sampler *Sampler
 	Report  *Report
 	// Out, when set, receives the report after every scenario, so that an interrupted run
@@ -94,7 +95,7 @@ func (b *Bench) LiftQuota() {
 // the platform's 35 s teardown once more. (Cleanups run last-registered first, so this runs
 // before the harness's own, which restores the profile's options at its end.)
 func (b *Bench) scenario(t *testing.T) *harness.Scenario {
-	s := b.Env.Scenario(t)
+	s := harness.NewScenario(t, b.Env)
 	t.Cleanup(func() {
 		b.Env.Cluster.Operator().Configure(func(o *operator.Options) { o.TeardownDelay = min(o.TeardownDelay, time.Second) })
 	})
@@ -240,7 +241,7 @@ func (w *Window) Close(name, description string) *Result {
 	}
 	r.Footprint = w.b.Sampler.footprint(w.Start, end)
 	if evs, err := w.audit.Read(); err == nil {
-		r.Requests = harness.CountRequests(evs, harness.ServiceAccountUser)
+		r.Requests = harness.CountRequests(evs, stack.ServiceAccountUser)
 		for _, c := range r.Requests {
 			r.RequestsTotal += c.Count
 		}
@@ -362,7 +363,7 @@ func (b *Bench) Catalogue() ([]FlavorCost, error) {
 	var out []FlavorCost
 	for _, f := range cke.Flavors() {
 		_, alloc := cke.Resources(f)
-		price := harness.Sum(fams, "karpenter_clevercloud_catalog_flavor_price_hourly", map[string]string{"flavor": f.Name})
+		price := stack.Sum(fams, "karpenter_clevercloud_catalog_flavor_price_hourly", map[string]string{"flavor": f.Name})
 		if price == 0 {
 			return nil, fmt.Errorf("no price for flavor %s in the controller's metrics", f.Name)
 		}

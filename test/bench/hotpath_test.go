@@ -11,7 +11,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
 
 // The hot paths Karpenter calls on every scheduling loop. `go test -bench . ./test/bench`
@@ -77,10 +77,10 @@ func BenchmarkCatalogueSetLive(b *testing.B) {
 // BenchmarkLoadBundle: decoding the rendered bundle (out/), what the harness and an
 // installation read.
 func BenchmarkLoadBundle(b *testing.B) {
-	dir := filepath.Join(harness.ModuleRoot(), "out")
+	dir := filepath.Join(stack.ModuleRoot(), "out")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := harness.LoadBundle(dir); err != nil {
+		if _, err := stack.LoadBundle(dir); err != nil {
 			b.Fatal(err)
 		}
 	}

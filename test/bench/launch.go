@@ -12,7 +12,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
 
 // The controller's metrics the launch figures come from.
@@ -85,7 +85,7 @@ type launchMetrics struct {
 	timeouts float64
 }
 
-func scrapeLaunchMetrics(c *harness.Controller) (*launchMetrics, error) {
+func scrapeLaunchMetrics(c *stack.Controller) (*launchMetrics, error) {
 	if c == nil || !c.Running() {
 		return nil, fmt.Errorf("the controller is not running")
 	}
@@ -96,8 +96,8 @@ func scrapeLaunchMetrics(c *harness.Controller) (*launchMetrics, error) {
 	create := map[string]string{"method": "Create"}
 	return &launchMetrics{
 		create:   histOf(fams, createDurationMetric, create),
-		errors:   harness.Sum(fams, createErrorsMetric, create),
-		timeouts: harness.Sum(fams, launchesMetric, map[string]string{"outcome": "TimedOut"}),
+		errors:   stack.Sum(fams, createErrorsMetric, create),
+		timeouts: stack.Sum(fams, launchesMetric, map[string]string{"outcome": "TimedOut"}),
 	}, nil
 }
 
@@ -243,7 +243,7 @@ func (tr *syncedTrace) unsynced(from, to time.Time) Unsynced {
 // left by the previous scenario would count time that is not the burst's.
 func (b *Bench) waitSynced(timeout time.Duration) error {
 	c := b.Env.Controller()
-	return harness.Poll(context.Background(), timeout, func() error {
+	return stack.Poll(context.Background(), timeout, func() error {
 		v, err := scrapeGauge(context.Background(), c.MetricsURL, syncedMetric)
 		if err != nil {
 			return err

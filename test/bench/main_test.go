@@ -15,7 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
 
 var (
@@ -75,8 +75,8 @@ func prebuild() {
 	if workDir, buildErr = os.MkdirTemp("", "karpenter-bench-"); buildErr != nil {
 		return
 	}
-	if binary, buildErr = harness.BuildController(context.Background(), workDir); buildErr == nil {
-		fmt.Fprintf(os.Stderr, "bench: controller built in %s (outside the test deadline)\n", time.Since(began).Round(100*time.Millisecond))
+	if binary, buildErr = stack.ControllerBinary(context.Background(), workDir); buildErr == nil {
+		fmt.Fprintf(os.Stderr, "bench: controller ready in %s (outside the test deadline)\n", time.Since(began).Round(100*time.Millisecond))
 	}
 }
 
@@ -108,9 +108,9 @@ func start(t *testing.T, profile string) *Bench {
 		defer cancel()
 		simOpts := Profiles[profile]()
 		simOpts.Audit = true
-		env, err := harness.Start(ctx, harness.Options{Sim: &simOpts, Binary: binary, WorkDir: workDir, Logf: progress})
+		env, err := stack.Start(ctx, stack.Options{Sim: &simOpts, Binary: binary, WorkDir: workDir, Logf: progress})
 		if err != nil {
-			sharedErr = fmt.Errorf("starting the harness: %w", err)
+			sharedErr = fmt.Errorf("starting the stack: %w", err)
 			return
 		}
 		sctx, stop := context.WithCancel(context.Background())
@@ -140,7 +140,7 @@ func start(t *testing.T, profile string) *Bench {
 func outDir(def string) string {
 	if d := os.Getenv("BENCH_OUT"); d != "" {
 		if !filepath.IsAbs(d) {
-			d = filepath.Join(harness.ModuleRoot(), d)
+			d = filepath.Join(stack.ModuleRoot(), d)
 		}
 		return d
 	}

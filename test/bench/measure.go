@@ -13,7 +13,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
 
 // Machine describes where the bench ran.
@@ -77,7 +77,7 @@ type sample struct {
 
 // Sampler scrapes the running controller's /metrics every second.
 type Sampler struct {
-	env     *harness.Env
+	env     *stack.Env
 	mu      sync.Mutex
 	samples []sample
 }
@@ -106,9 +106,9 @@ func (s *Sampler) scrape() {
 	}
 	sm := sample{
 		at:         time.Now(),
-		cpuSeconds: harness.Sum(fams, "process_cpu_seconds_total", nil),
-		rss:        harness.Sum(fams, "process_resident_memory_bytes", nil),
-		heap:       harness.Sum(fams, "go_memstats_heap_inuse_bytes", nil),
+		cpuSeconds: stack.Sum(fams, "process_cpu_seconds_total", nil),
+		rss:        stack.Sum(fams, "process_resident_memory_bytes", nil),
+		heap:       stack.Sum(fams, "go_memstats_heap_inuse_bytes", nil),
 	}
 	sm.schedSum, sm.schedCount = histogram(fams, "karpenter_scheduler_scheduling_duration_seconds", map[string]string{"controller": "provisioner"})
 	s.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
@@ -131,7 +132,7 @@ func With(ms ...map[string]string) map[string]string {
 func (b *Bench) mustLead(t *testing.T) time.Duration {
 	t.Helper()
 	began := time.Now()
-	err := harness.Poll(context.Background(), 2*time.Minute, func() error {
+	err := stack.Poll(context.Background(), 2*time.Minute, func() error {
 		v, err := b.Env.Controller().Metric("leader_election_master_status", nil)
 		if err != nil {
 			return err
@@ -330,7 +331,7 @@ func poolNote(onDemand bool) string {
 
 // launchFailures are the controller's "failed launching nodeclaim" lines since t, with the
 // disruption commands' capacity types, shortened.
-func launchFailures(c *harness.Controller, since time.Time) []string {
+func launchFailures(c *stack.Controller, since time.Time) []string {
 	var out []string
 	for _, l := range c.Lines() {
 		ts, _ := l.Fields["time"].(string)
@@ -351,7 +352,7 @@ func launchFailures(c *harness.Controller, since time.Time) []string {
 func (b *Bench) CreatePods(s *harness.Scenario, pool string, n int, shapes []Shape) error {
 	cfg := *b.Env.Cluster.Config()
 	cfg.QPS, cfg.Burst = 2000, 4000
-	c, err := client.New(&cfg, client.Options{Scheme: harness.Scheme()})
+	c, err := client.New(&cfg, client.Options{Scheme: stack.Scheme()})
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,9 @@
 // provider on the simulated CKE, and reports every spec: passed, failed, or skipped with the
 // reason. The suites are built into test binaries from the module cache (test/conformance/
 // suites is a module of its own that pins them); the cluster, the bundle and the controller
-// are the e2e harness's (test/harness): the shipped bundle applied to a real apiserver and the
-// controller binary run under the bundle's ServiceAccount with the Deployment's environment.
+// are the ones sim/stack runs for every suite: the shipped bundle applied to a real apiserver
+// and the controller binary run under the bundle's ServiceAccount with the Deployment's
+// environment.
 //
 // `make conformance` runs everything applicable (cmd/conformance); CONFORMANCE_FULL=1 adds
 // the specs that wait on core's long timers. TestConformanceSubset, part of `make test`, runs
@@ -24,7 +25,7 @@ import (
 	"time"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
 
 // KarpenterVersion is the core version whose suites run; test/conformance/suites/go.mod and
@@ -92,7 +93,7 @@ func (c Config) logf(format string, args ...any) {
 }
 
 // ModuleDir is test/conformance in the repository.
-func ModuleDir() string { return filepath.Join(harness.ModuleRoot(), "test", "conformance") }
+func ModuleDir() string { return filepath.Join(stack.ModuleRoot(), "test", "conformance") }
 
 // BuildSuite builds a suite's test binary from the pinned module into out.
 func BuildSuite(ctx context.Context, suite, out string) error {
@@ -176,7 +177,7 @@ func onCluster(ctx context.Context, cfg Config, dir, binDir string, suites []str
 		return nil, err
 	}
 	so := SimOptions()
-	env, err := harness.Start(ctx, harness.Options{
+	env, err := stack.Start(ctx, stack.Options{
 		Sim: &so, WorkDir: dir, Logf: cfg.Logf,
 		Env: map[string]string{"FEATURE_GATES": FeatureGates},
 	})
@@ -204,7 +205,7 @@ func onCluster(ctx context.Context, cfg Config, dir, binDir string, suites []str
 	return out, nil
 }
 
-func runSuite(ctx context.Context, cfg Config, env *harness.Env, dir, suite, bin string) (SuiteResult, error) {
+func runSuite(ctx context.Context, cfg Config, env *stack.Env, dir, suite, bin string) (SuiteResult, error) {
 	skips := activeSkips(suite, cfg.Full)
 	jsonPath := filepath.Join(dir, suite+".json")
 	logPath := filepath.Join(dir, suite+".log")
@@ -247,7 +248,7 @@ func runSuite(ctx context.Context, cfg Config, env *harness.Env, dir, suite, bin
 }
 
 func commit() string {
-	out, err := exec.Command("git", "-C", harness.ModuleRoot(), "describe", "--always", "--dirty", "--abbrev=12").Output()
+	out, err := exec.Command("git", "-C", stack.ModuleRoot(), "describe", "--always", "--dirty", "--abbrev=12").Output()
 	if err != nil {
 		return "unknown"
 	}

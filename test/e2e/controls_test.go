@@ -59,7 +59,7 @@ func nodeIntact(s *harness.Scenario, name string) string {
 // 6a. expireAfter: a node older than its pool's expireAfter (30 s) is deleted, forcefully, and
 // its pod runs again on a new node.
 func TestExpireAfter(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand, expireAfter("30s"))
 	d := s.Deployment("ephemeral", pool.Name, 1, "1", "1Gi")

@@ -34,7 +34,7 @@ func flavors(groups []ngv1.NodeGroup) []string {
 // 3a. Consolidation, delete: one pod per node, 3 → 1 replicas; the two empty nodes go, the
 // survivor keeps its pod.
 func TestConsolidationDelete(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, 5*time.Second)
 	d := s.Deployment("spread", pool.Name, 3, "1", "1Gi", harness.OnePerNode)
@@ -60,7 +60,7 @@ func TestConsolidationDelete(t *testing.T) {
 // 3b. Consolidation, replace: five pods need an XS; down to one pod, a cheaper 2XS takes over
 // and the XS goes.
 func TestConsolidationReplace(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, 5*time.Second, harness.OnDemand)
 	d := s.Deployment("shrink", pool.Name, 5, "1", "1Gi")
@@ -85,7 +85,7 @@ func TestConsolidationReplace(t *testing.T) {
 
 // 7. Scale to zero: the last node goes and no NodeGroup of the pool remains.
 func TestScaleToZero(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, 5*time.Second)
 	d := s.Deployment("zero", pool.Name, 2, "1", "1Gi")

@@ -19,7 +19,7 @@ import (
 // 5. Drift: changing the CleverNodeClass's labels marks the claim Drifted and rolls it; the
 // new node carries the new label from the moment it joins (seen on its very first watch event).
 func TestDrift(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", map[string]string{"example.com/rev": "one"})
 	pool := s.NodePool("", class, nil, time.Hour)
 	d := s.Deployment("drifter", pool.Name, 1, "1", "1Gi")

@@ -93,7 +93,7 @@ func raiseQuota(s *harness.Scenario) {
 //   - cpu-limit.yaml: three 3 vCPU pods → two 2XS (8 vCPU), the third Pending, limit reported;
 //   - max-node-lifetime.yaml: its claim carries expireAfter 168h (expiry itself: TestExpireAfter).
 func TestExamplesPlacement(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	// Karpenter core logs pods it cannot place at error level: the Pending probes below.
 	s.AllowErrors(`could not schedule pod`)
 	raiseQuota(s)
@@ -190,7 +190,7 @@ func TestExamplesPlacement(t *testing.T) {
 // for the whole window after the control moved. Lifting the budget and removing the
 // annotation lets both go; the pod comes back on a node that carries the new label.
 func TestExamplesDisruptionControls(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	applyExample(s, "general-purpose.yaml")
 	applyExample(s, "disruption-budgets.yaml")
 	poolsReady(s, "default", "frozen")
@@ -268,7 +268,7 @@ func relabelDefaultClass(s *harness.Scenario) {
 // drifts and is drained through the eviction API: the replicas move one at a time and, at
 // every pod event seen by a watch, at least two are ready.
 func TestExamplePDB(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	applyExample(s, "general-purpose.yaml")
 	poolsReady(s, "default")
 	web := deploymentOf(applyExample(s, "pdb.yaml"))

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
@@ -17,7 +18,7 @@ import (
 // and tracks its objects for cleanup.
 func applyExample(s *harness.Scenario, file string) []*unstructured.Unstructured {
 	s.T.Helper()
-	objs, err := harness.DecodeFile(harness.ModuleRoot() + "/examples/" + file)
+	objs, err := stack.DecodeFile(stack.ModuleRoot() + "/examples/" + file)
 	Expect(err).NotTo(HaveOccurred())
 	for _, o := range objs {
 		if o.GetNamespace() != "" {
@@ -47,7 +48,7 @@ func deploymentOf(objs []*unstructured.Unstructured) *appsv1.Deployment {
 // 12a. examples/general-purpose.yaml + examples/inflate.yaml: three inflate pods run on one
 // 2XS carrying the class's label; scaled to zero, the node goes after consolidateAfter (30 s).
 func TestExampleGeneralPurposeInflate(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	applyExample(s, "general-purpose.yaml")
 	d := deploymentOf(applyExample(s, "inflate.yaml"))
 	Expect(d).NotTo(BeNil())
@@ -69,7 +70,7 @@ func TestExampleGeneralPurposeInflate(t *testing.T) {
 // the team taint and selects the team label, lands on an S (the pool allows S and M) that
 // carries both.
 func TestExampleTeamPool(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	applyExample(s, "team-pool.yaml")
 	d := deploymentOf(applyExample(s, "team-workload.yaml"))
 	s.WaitRunning(d, 1, launchTimeout)

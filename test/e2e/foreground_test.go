@@ -13,6 +13,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
 // A NodeClaim deleted with foreground propagation (what `kubectl delete --cascade=foreground`
@@ -21,7 +22,7 @@ import (
 // the platform would tear the VM down and the pods would die undrained. A PodDisruptionBudget
 // that allows no eviction holds the drain, so the group must stay for as long as it holds.
 func TestForegroundDeletionDrainsFirst(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Hour)
 	d := s.Deployment("guarded", pool.Name, 1, "1", "1Gi")

@@ -15,6 +15,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
 // Garbage collection passes run on NodeGroup and NodeClaim events, and at least every minute
@@ -24,7 +25,7 @@ const gcTimeout = 3 * time.Minute
 // 8a. A NodeGroup that only looks managed (our labels, no claim UID: a hand-copied manifest)
 // is refused, loudly, and survives.
 func TestGarbageCollectionRefusesLookalike(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	g := &ngv1.NodeGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-lookalike", Labels: map[string]string{
 			v1alpha1.LabelNodeClaim: "hand-copied", v1alpha1.LabelNodeClass: "default",
@@ -50,7 +51,7 @@ func TestGarbageCollectionRefusesLookalike(t *testing.T) {
 // provider's garbage collector: nothing else can, since the group names its claim by UID and
 // not with an owner reference the kube-controller-manager would act on.
 func TestGarbageCollectionReapsOrphan(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	g := &ngv1.NodeGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-orphan", Labels: map[string]string{
 			v1alpha1.LabelNodeClaim: "e2e-orphan", v1alpha1.LabelNodeClass: "default",
@@ -73,7 +74,7 @@ func TestGarbageCollectionReapsOrphan(t *testing.T) {
 // claim is deleted (event, metric) and Karpenter relaunches, long before the 15-minute
 // registration timeout.
 func TestVanishedGroupFastFails(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	env.Cluster.Operator().Configure(func(o *operator.Options) {
 		o.Faults = []operator.Fault{operator.FaultVanishAfterAccept}
 		o.VanishDelay = 500 * time.Millisecond

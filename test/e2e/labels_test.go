@@ -30,7 +30,7 @@ func nodeSelector(key, value string) harness.WorkloadOption {
 // reach the node through the NodeClaim at registration. A pod that selects the region gets
 // exactly one node (before, one such pod made Karpenter launch three VMs and never ran).
 func TestRegionSelectorGetsExactlyOneNode(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
 	created := watchGroupCreations(s, pool.Name)
@@ -55,7 +55,7 @@ func TestRegionSelectorGetsExactlyOneNode(t *testing.T) {
 // controller restart core's cluster state stays synced and a new pod is provisioned at once
 // (seen live with karpenter.sh/nodepool in spec.labels: unsynced for minutes).
 func TestRestartWithAResizedGroupKeepsProvisioning(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	s.AllowErrors(`(?i)resized`)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
@@ -83,7 +83,7 @@ func TestRestartWithAResizedGroupKeepsProvisioning(t *testing.T) {
 // A CleverNodeClass may not set a label Karpenter, the provider or the platform owns: the
 // bundle's CRD refuses it, naming the label.
 func TestCleverNodeClassRefusesOwnedLabels(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	for _, key := range []string{corev1.LabelTopologyZone, karpv1.NodePoolLabelKey, "clever-cloud.com/flavor", v1alpha1.LabelNodeClaim} {
 		nc := &v1alpha1.CleverNodeClass{
 			ObjectMeta: metav1.ObjectMeta{Name: s.Name + "-owned"},

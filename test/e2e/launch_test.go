@@ -54,7 +54,7 @@ func (c *groupCreations) count() int {
 // and runs the pod while its group is still Creating, and the NodeClaim is launched (with its
 // provider ID, so core's cluster state stays synced) seconds after the group was created.
 func TestLaunchReturnsOnTheDecision(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	// Synced long after the join, as on the platform (28 s vs 38–58 s), stretched so that no
 	// CI load can blur the order.
 	env.Cluster.Operator().Configure(func(o *operator.Options) {
@@ -89,7 +89,7 @@ func TestLaunchReturnsOnTheDecision(t *testing.T) {
 // timeout) fails the launch at once: the launch follower deletes the NodeClaim and the group,
 // instead of leaving the pod to core's 15-minute registration timeout.
 func TestLateRefusalFailsTheLaunchAtOnce(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom|no available flavor)`, `could not schedule pod`)
 	s.RestartController(map[string]string{"NODEGROUP_ACCEPTANCE_TIMEOUT": "1s"})
 	// The refusal teaches the controller a limit below CKE's default; a fresh controller
@@ -136,7 +136,7 @@ func TestLateRefusalFailsTheLaunchAtOnce(t *testing.T) {
 // A transient failure of Clever Cloud's API (UpstreamError, retried by the operator) is
 // surfaced, and nothing is deleted: the same group goes on and runs the pod.
 func TestTransientUpstreamErrorIsSurfacedNotDeleted(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	env.Cluster.Operator().Configure(func(o *operator.Options) {
 		o.Faults = []operator.Fault{operator.FaultUpstreamError}
 		o.UpstreamErrorDuration = 5 * time.Second
@@ -156,7 +156,7 @@ func TestTransientUpstreamErrorIsSurfacedNotDeleted(t *testing.T) {
 // A group that never reaches Synced (its node joined and runs pods) is reported once it is
 // overdue, by a gauge and an event on its NodeClaim; nothing is deleted.
 func TestGroupThatNeverSyncsIsReportedOverdue(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	s.RestartController(map[string]string{"NODEGROUP_SYNC_OVERDUE_AFTER": "15s"})
 	t.Cleanup(func() { s.RestartController(nil) })
 	env.Cluster.Operator().Configure(func(o *operator.Options) { o.Faults = []operator.Fault{operator.FaultNeverSync} })
@@ -184,7 +184,7 @@ func TestGroupThatNeverSyncsIsReportedOverdue(t *testing.T) {
 // the overrides) is refused by the apiserver with a 422: it is offered as unavailable, not
 // retried in a loop, and the pod lands on a flavor the platform knows.
 func TestFlavorTheAPIRefusesIsOfferedAsUnavailable(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	s.AllowErrors(`failed launching nodeclaim.*(2XL|Unsupported value)`)
 	path := filepath.Join(t.TempDir(), "flavors.yaml")
 	// Half a 2XS: cheaper at any rates the price API gives, so Karpenter tries it first.

@@ -1,6 +1,6 @@
 // Package e2e is the end-to-end suite: the shipped bundle and controller binary on the
-// simulated CKE (see test/harness). Scenarios share one cluster, run one after the other and
-// each leaves nothing behind. `go test -short` skips the suite.
+// simulated CKE (sim/stack), asserted with test/harness. Scenarios share one cluster, run one
+// after the other and each leaves nothing behind. `go test -short` skips the suite.
 package e2e
 
 import (
@@ -14,10 +14,10 @@ import (
 	"github.com/go-logr/logr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
 
-var env *harness.Env
+var env *stack.Env
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -39,9 +39,9 @@ func run(m *testing.M) int {
 	defer cancel()
 	logf.SetLogger(logr.Discard())
 	progress := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...) }
-	env, err = harness.Start(ctx, harness.Options{WorkDir: dir, Logf: progress})
+	env, err = stack.Start(ctx, stack.Options{WorkDir: dir, Logf: progress})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: starting the harness:", err)
+		fmt.Fprintln(os.Stderr, "e2e: starting the stack:", err)
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "e2e: simulated CKE, bundle and controller up in %s (work dir %s)\n", time.Since(start).Round(100*time.Millisecond), dir)

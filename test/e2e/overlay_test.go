@@ -35,7 +35,7 @@ func overlayValidated(s *harness.Scenario, overlay *unstructured.Unstructured) {
 // list price, see TestExampleGeneralPurposeInflate) gets an XS; deleting the overlay puts 2XS
 // back as the cheapest, and consolidation replaces the XS with a 2XS.
 func TestNodeOverlayPriceSteersTheFlavor(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	// With the gate on, core refuses to price or disrupt a NodePool its overlay controller has
 	// not evaluated yet, and logs it as an error for the second after the pool is created.
 	s.AllowErrors(`nodepool \\"default\\" is awaiting evaluation`)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
@@ -43,7 +44,7 @@ func flavorsOf(s *harness.Scenario, pool string) []string {
 // file as the controller would mount it.
 func renderFlavorsConfig(t *testing.T, pins string) string {
 	t.Helper()
-	root := harness.ModuleRoot()
+	root := stack.ModuleRoot()
 	t.Setenv("CUE_REGISTRY", "none")
 	cfg := &load.Config{Dir: root, Overlay: map[string]load.Source{
 		filepath.Join(root, "flavors", "pins.cue"): load.FromString("package flavors\n\n#pins: " + pins + "\n"),
@@ -98,7 +99,7 @@ func restoreController(s *harness.Scenario) {
 // A pin in flavors/pins.cue, rendered into the bundle's ConfigMap, is the price the
 // controller decides with: M pinned below 2XS wins a pod that 2XS would have taken.
 func TestPinnedPriceInFlavorsDecidesTheFlavor(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	restoreController(s)
 	path := renderFlavorsConfig(t, `[{name: "M", priceHourly: 0.02}]`)
 	s.RestartController(map[string]string{"FLAVORS_CONFIG_PATH": path})
@@ -117,7 +118,7 @@ func TestPinnedPriceInFlavorsDecidesTheFlavor(t *testing.T) {
 // the product listing answers 401, as on today's API. XS is pinned at 0.05 EUR/h; at the default
 // rates 2XS (0.0333) is cheaper, at a vCPU rate of 0.01 it costs 0.0622 and XS wins.
 func TestRateChangeReplacesTheNodeWithTheNewCheapestFlavor(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	restoreController(s)
 	path := filepath.Join(t.TempDir(), "flavors.yaml")
 	Expect(os.WriteFile(path, []byte("- name: XS\n  priceHourly: 0.05\n"), 0o600)).To(Succeed())
@@ -146,7 +147,7 @@ func TestRateChangeReplacesTheNodeWithTheNewCheapestFlavor(t *testing.T) {
 // 2XS, so a pod landing on a 2XS shows the topology was not applied. Nothing is logged as an
 // error: the scenario's log check fails on any error line.
 func TestPricesRefreshWhileTheProductListingAnswers401(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	restoreController(s)
 	s.RestartController(map[string]string{"CLEVER_CLOUD_TOPOLOGY": "ALL_IN_ONE"})
 	Eventually(func() float64 {
@@ -169,7 +170,7 @@ func TestPricesRefreshWhileTheProductListingAnswers401(t *testing.T) {
 // The legacy API, which served the product listing without a token: the listing decides
 // availability again, for the configured topology only (ALL_IN_ONE has no 2XS, so S wins).
 func TestLegacyProductListingRestrictsToTheTopology(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	restoreController(s) // its Reset puts the fake back to answering 401
 	s.Env.Prices.SetLegacyProduct(true)
 	s.RestartController(map[string]string{"CLEVER_CLOUD_TOPOLOGY": "ALL_IN_ONE"})
@@ -190,7 +191,7 @@ func TestLegacyProductListingRestrictsToTheTopology(t *testing.T) {
 // With the price API down the controller starts, provisions on the embedded catalogue, and
 // says on the CleverNodeClass that prices are not current.
 func TestProvisionsWhileThePriceAPIIsDown(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	s.AllowErrors(`refresh`, `price`)
 	restoreController(s)
 	s.Env.Prices.SetFault("error")
@@ -213,13 +214,13 @@ func TestProvisionsWhileThePriceAPIIsDown(t *testing.T) {
 func TestRestrictedPodSecurityAdmitsTheController(t *testing.T) {
 	g := NewWithT(t)
 	ns := &corev1.Namespace{}
-	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Name: harness.SystemNamespace}, ns)).To(Succeed())
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Name: stack.SystemNamespace}, ns)).To(Succeed())
 	g.Expect(ns.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
 
 	deploy := env.Bundle.Deployment
 	g.Expect(deploy).NotTo(BeNil())
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "pod-security-", Namespace: harness.SystemNamespace, Labels: deploy.Spec.Template.Labels},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "pod-security-", Namespace: stack.SystemNamespace, Labels: deploy.Spec.Template.Labels},
 		Spec:       deploy.Spec.Template.Spec,
 	}
 	g.Expect(env.Client.Create(t.Context(), pod, client.DryRunAll)).To(Succeed())

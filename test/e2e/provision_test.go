@@ -12,6 +12,7 @@ import (
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
 // Launch budget for one node: batching (≤ 10 s), acceptance 1 s, boot 3 s, registration.
@@ -21,7 +22,7 @@ const launchTimeout = 90 * time.Second
 // needs it, whose node registers with our provider ID, the class's labels and Karpenter's,
 // loses its startup taint and runs the pod.
 func TestProvision(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", map[string]string{"example.com/team": "platform"})
 	pool := s.NodePool("", class, nil, time.Minute)
 	d := s.Deployment("inflate", pool.Name, 1, "1", "1Gi")
@@ -91,7 +92,7 @@ func TestProvision(t *testing.T) {
 // 2. Real prices decide the packing: three 1 CPU / 1500Mi pods fit one XS (0.0611 EUR/h),
 // which is cheaper than the two 2XS (2 × 0.0333) they would otherwise need.
 func TestBinPacking(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
 	d := s.Deployment("pack", pool.Name, 3, "1", "1500Mi")

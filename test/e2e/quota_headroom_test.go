@@ -17,7 +17,7 @@ import (
 // teaches the limit — and never blocks a small pod that fits: the 2XS launches and runs while
 // the XL pod stays Pending.
 func TestRefusedXLDoesNotBlockAFitting2XS(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom|no available flavor)`,
 		`could not schedule pod`)
 	// Learned limits and refusal memory live in the controller's memory: start from a fresh
@@ -52,7 +52,7 @@ func TestRefusedXLDoesNotBlockAFitting2XS(t *testing.T) {
 // Issue 8: with the quota configured, a pod that does not fit the headroom waits without a
 // single NodeGroup being refused, and capacity freed by another pool is used within seconds.
 func TestFreedQuotaIsUsedWithinSeconds(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	s.AllowErrors(`could not schedule pod`, `failed launching nodeclaim.*headroom`)
 	s.T.Cleanup(func() { s.RestartController(nil) })
 	s.RestartController(map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "40", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "40"})
@@ -93,7 +93,7 @@ func TestFreedQuotaIsUsedWithinSeconds(t *testing.T) {
 // than CKE's default leaves: the launches beyond it go as probes, one more per accepted probe,
 // and every pod runs without a single refused NodeGroup.
 func TestRaisedQuotaIsClimbedWithoutRefusals(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	// Karpenter retries the launches the tracker holds back (beyond the probe window).
 	s.AllowErrors(`failed launching nodeclaim.*headroom`, `could not schedule pod`)
 	env.Cluster.Operator().Configure(func(o *operator.Options) { o.QuotaCPU, o.QuotaRAMGB = 80, 80 })
@@ -131,7 +131,7 @@ func TestQuotaInferredHeadroomHoldsEveryPod(t *testing.T) {
 }
 
 func headroomEpisode(t *testing.T, quotaEnv map[string]string, maxRefusals float64) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom|no available flavor)`, `could not schedule pod`)
 	s.T.Cleanup(func() { s.RestartController(nil) })
 	s.RestartController(quotaEnv)

@@ -30,7 +30,7 @@ func refusals(s *harness.Scenario) float64 {
 // demand persists. The refusals say nothing (today's empty message): the controller infers
 // from them a memory limit below CKE's default, the resource the refusals are counted under.
 func TestQuota(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	// Karpenter core logs every InsufficientCapacity launch failure at error level.
 	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom)`,
 		// and every pod it cannot place while every flavor is marked unavailable.

@@ -12,6 +12,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
@@ -106,7 +107,7 @@ func repairs(s *harness.Scenario, pool string) float64 {
 // is replaced once the toleration has passed: the replacement NodeClaim is launched first (never
 // before the toleration), the pods move to its node, and the old claim, NodeGroup and Node go.
 func TestNodeRepairReplacesANotReadyNode(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	repairController(s, true)
 	class := s.NodeClass("", nil)
 	// No consolidation in the window: only repair may touch the node.
@@ -118,7 +119,7 @@ func TestNodeRepairReplacesANotReadyNode(t *testing.T) {
 	Expect(pods[1].Spec.NodeName).To(Equal(old.Status.NodeName))
 
 	since := reportNotReady(s, old.Status.NodeName)
-	eligible := since.Add(harness.RepairToleration)
+	eligible := since.Add(stack.RepairToleration)
 
 	var fresh karpv1.NodeClaim
 	Eventually(func(g Gomega) {
@@ -157,7 +158,7 @@ func TestNodeRepairReplacesANotReadyNode(t *testing.T) {
 // NodeRepair off (the bundle's default): the same unhealthy node, with the same short
 // toleration linked in, keeps its claim, group and node well past the toleration.
 func TestNodeRepairOffLeavesAnUnhealthyNode(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	repairController(s, false)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
@@ -171,7 +172,7 @@ func TestNodeRepairOffLeavesAnUnhealthyNode(t *testing.T) {
 		claims, err := env.NodeClaims(s.Ctx, pool.Name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(claims).To(HaveLen(1), "NodeClaims of the pool")
-	}).WithTimeout(time.Until(since.Add(harness.RepairToleration + repairMargin))).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(time.Until(since.Add(stack.RepairToleration + repairMargin))).WithPolling(time.Second).Should(Succeed())
 	Expect(repairs(s, pool.Name)).To(BeZero())
 }
 
@@ -181,7 +182,7 @@ func TestNodeRepairOffLeavesAnUnhealthyNode(t *testing.T) {
 // toleration, and core says why (NodeRepairBlocked). One node recovers: the other is then
 // repaired.
 func TestNodeRepairHoldsBeyondTheUnhealthyBudget(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	repairController(s, true)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
@@ -200,7 +201,7 @@ func TestNodeRepairHoldsBeyondTheUnhealthyBudget(t *testing.T) {
 		claims, err := env.NodeClaims(s.Ctx, pool.Name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(claims).To(HaveLen(2), "NodeClaims of the pool")
-	}).WithTimeout(time.Until(last.Add(harness.RepairToleration + repairMargin))).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(time.Until(last.Add(stack.RepairToleration + repairMargin))).WithPolling(time.Second).Should(Succeed())
 	blocked := s.EventsSince("NodeRepairBlocked", "")
 	Expect(blocked).NotTo(BeEmpty(), "core says why it withholds the repair")
 	Expect(blocked[0].Message).To(ContainSubstring(`more than 20% of nodes in nodepool "` + pool.Name + `" are unhealthy`))

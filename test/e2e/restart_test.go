@@ -15,6 +15,7 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
@@ -25,7 +26,7 @@ const leaseName = "karpenter-leader-election"
 func leaseHolder(s *harness.Scenario) string {
 	s.T.Helper()
 	l := &coordinationv1.Lease{}
-	Expect(env.Client.Get(s.Ctx, client.ObjectKey{Namespace: harness.SystemNamespace, Name: leaseName}, l)).To(Succeed())
+	Expect(env.Client.Get(s.Ctx, client.ObjectKey{Namespace: stack.SystemNamespace, Name: leaseName}, l)).To(Succeed())
 	if l.Spec.HolderIdentity == nil {
 		return ""
 	}
@@ -36,7 +37,7 @@ func leaseHolder(s *harness.Scenario) string {
 // next replica leads at once instead of waiting out the lease's 15 s. (SIGKILL, the other
 // path, is TestKilledMidLaunch: the lease then expires.)
 func TestGracefulStopReleasesLease(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	var before string
 	Eventually(func() string { before = leaseHolder(s); return before }).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
 	Expect(env.Controller().Stop()).To(Succeed(), "SIGTERM → clean exit")
@@ -52,7 +53,7 @@ func TestGracefulStopReleasesLease(t *testing.T) {
 // 9. The controller is SIGKILLed while a NodeGroup waits for its verdict, and restarted: the
 // claim converges on that same group, with no duplicate and no leak.
 func TestKilledMidLaunch(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	env.Cluster.Operator().Configure(func(o *operator.Options) { o.DecisionDelay = 10 * time.Second })
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
@@ -99,7 +100,7 @@ func TestKilledMidLaunch(t *testing.T) {
 // 11. An invalid flavors overrides file does not crash-loop the controller: it runs on the
 // base catalogue, says so in a metric, and provisions.
 func TestInvalidOverrides(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	s.AllowErrors(`(?i)overrides`)
 	path := filepath.Join(t.TempDir(), "flavors.yaml")
 	Expect(os.WriteFile(path, []byte("- name: XS\n  cpu: -6\n- name: 2XS\n  cpuu: 4\n"), 0o600)).To(Succeed())

@@ -39,7 +39,7 @@ func restartAndRefresh(s *harness.Scenario, overrides map[string]string) {
 // after the controller's refresh (at start), Get/List keep working, the claim is Drifted with
 // reason FlavorRetired, and a node of another flavor takes over the pod.
 func TestFlavorRetired(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
 	d := s.Deployment("retiree", pool.Name, 1, "1", "1Gi")

@@ -26,7 +26,7 @@ import (
 // stamps the node's provider ID so the claim registers, leaves it undrifted; and a later
 // CleverNodeClass change rolls it like a node of its own.
 func TestSwitchFromUpstream(t *testing.T) {
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", map[string]string{"example.com/rev": "one"})
 	pool := s.NodePool("", class, []string{"XS"}, time.Hour)
 	// Karpenter stamps the pool's hash on it; upstream's claims carry the same annotations.

@@ -10,7 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
 
 type auditEvent struct {
@@ -49,7 +49,7 @@ func TestRBACFromAuditLog(t *testing.T) {
 	var forbidden []string
 	for sc.Scan() {
 		var ev auditEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.User.Username != harness.ServiceAccountUser || ev.ResponseStatus == nil {
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.User.Username != stack.ServiceAccountUser || ev.ResponseStatus == nil {
 			continue
 		}
 		if ev.Stage != "" && ev.Stage != "ResponseComplete" && ev.Stage != "ResponseStarted" {
@@ -77,7 +77,7 @@ func TestRBACFromAuditLog(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	t.Logf("%d requests by %s, %d distinct verb/resource pairs: %v", total, harness.ServiceAccountUser, len(keys), keys)
+	t.Logf("%d requests by %s, %d distinct verb/resource pairs: %v", total, stack.ServiceAccountUser, len(keys), keys)
 	Expect(total).To(BeNumerically(">", 100), "the controller's requests are in the audit log")
 	Expect(kinds).To(HaveKey("create nodegroups.api.clever-cloud.com"))
 	Expect(forbidden).To(BeEmpty(), "requests the bundle's RBAC forbade")

@@ -27,3 +27,13 @@ func PausePodSpec(pool, cpu, memory string) corev1.PodSpec {
 		}},
 	}
 }
+
+// PodReady says whether the pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

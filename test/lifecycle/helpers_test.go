@@ -23,10 +23,11 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// The simulated CKE runs the e2e suite's timings (harness.SuiteSimOptions): a node joins in
+// The simulated CKE runs the e2e suite's timings (stack.SuiteSimOptions): a node joins in
 // seconds. These bounds leave room for a slow, shared machine.
 const (
 	launchTimeout = 2 * time.Minute
@@ -328,13 +329,13 @@ func (f *fixture) waitRunning(d *appsv1.Deployment, n int) {
 // controllerLog collects the controller runs of a test that has no harness.Scenario, to fail
 // it on an error line the test does not expect, as a Scenario does.
 type controllerLog struct {
-	marks   map[*harness.Controller]int
+	marks   map[*stack.Controller]int
 	allowed []*regexp.Regexp
 }
 
 func watchLog() *controllerLog {
 	c := env.Controller()
-	return &controllerLog{marks: map[*harness.Controller]int{c: c.LineCount()}}
+	return &controllerLog{marks: map[*stack.Controller]int{c: c.LineCount()}}
 }
 
 // allow lets the controller log error lines matching any of patterns (against the raw line).

@@ -1,5 +1,5 @@
 // Package lifecycle proves docs/install.md's procedures end to end on the simulated CKE, the
-// way test/e2e runs the provider (test/harness): an upgrade from the previous release with
+// way test/e2e runs the provider (sim/stack): an upgrade from the previous release with
 // nodes running, and the uninstall down to zero NodeGroups, including the recovery from a
 // controller deleted first. It has its own package and cluster because an uninstall deletes
 // the CRDs, which no shared cluster survives; every test brings the cluster to the release it
@@ -23,7 +23,7 @@ import (
 	"github.com/go-logr/logr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
 
 // previousRelease is the commit the upgrade scenario upgrades from. There is no tagged
@@ -37,12 +37,12 @@ type release struct {
 	name string
 	// dir holds its rendered bundle: crds.yaml and karpenter.yaml.
 	dir    string
-	bundle *harness.Bundle
+	bundle *stack.Bundle
 	binary string
 }
 
 var (
-	env *harness.Env
+	env *stack.Env
 	// previous is previousRelease, current the working tree.
 	previous, current *release
 	// installed is the release the cluster runs (its objects applied, its controller up), nil
@@ -82,7 +82,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "lifecycle:", err)
 		return 1
 	}
-	bin, err := harness.BinDir()
+	bin, err := stack.BinDir()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lifecycle:", err)
 		return 1
@@ -91,9 +91,9 @@ func run(m *testing.M) int {
 	// A cluster on the previous release, the starting point of the upgrade.
 	startCtx, cancelStart := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancelStart()
-	env, err = harness.Start(startCtx, harness.Options{WorkDir: dir, Binary: previous.binary, BundleDir: previous.dir, Logf: progress})
+	env, err = stack.Start(startCtx, stack.Options{WorkDir: dir, Binary: previous.binary, BundleDir: previous.dir, Logf: progress})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "lifecycle: starting the harness:", err)
+		fmt.Fprintln(os.Stderr, "lifecycle: starting the stack:", err)
 		return 1
 	}
 	installed = previous
@@ -120,28 +120,28 @@ func buildReleases(ctx context.Context, dir string) (prev, cur *release, err err
 		return nil, nil, err
 	}
 	prev = &release{name: "previous (" + previousRelease[:8] + ")", dir: filepath.Join(src, "out")}
-	if prev.bundle, err = harness.LoadBundle(prev.dir); err != nil {
+	if prev.bundle, err = stack.LoadBundle(prev.dir); err != nil {
 		return nil, nil, fmt.Errorf("the previous release's committed bundle: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "previous"), 0o755); err != nil {
 		return nil, nil, err
 	}
-	if prev.binary, err = harness.BuildControllerFrom(ctx, src, filepath.Join(dir, "previous")); err != nil {
+	if prev.binary, err = stack.BuildController(ctx, src, filepath.Join(dir, "previous")); err != nil {
 		return nil, nil, fmt.Errorf("building the previous release's controller: %w", err)
 	}
 	progress("previous release %s built in %s (source %s)", previousRelease[:8], time.Since(step).Round(100*time.Millisecond), src)
 	step = time.Now()
-	cur = &release{name: "current", dir: filepath.Join(harness.ModuleRoot(), "out")}
-	if cur.bundle, err = harness.LoadBundle(cur.dir); err != nil {
+	cur = &release{name: "current", dir: filepath.Join(stack.ModuleRoot(), "out")}
+	if cur.bundle, err = stack.LoadBundle(cur.dir); err != nil {
 		return nil, nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "current"), 0o755); err != nil {
 		return nil, nil, err
 	}
-	if cur.binary, err = harness.BuildController(ctx, filepath.Join(dir, "current")); err != nil {
+	if cur.binary, err = stack.ControllerBinary(ctx, filepath.Join(dir, "current")); err != nil {
 		return nil, nil, err
 	}
-	progress("current controller built in %s", time.Since(step).Round(100*time.Millisecond))
+	progress("current controller ready in %s", time.Since(step).Round(100*time.Millisecond))
 	return prev, cur, nil
 }
 
@@ -150,7 +150,7 @@ func buildReleases(ctx context.Context, dir string) (prev, cur *release, err err
 // keys the module's packages on their directory, so a fixed one rebuilds the previous
 // controller in seconds instead of compiling it afresh every run.
 func previousSource(ctx context.Context) (string, error) {
-	dir := filepath.Join(harness.ModuleRoot(), ".cache", "lifecycle", previousRelease)
+	dir := filepath.Join(stack.ModuleRoot(), ".cache", "lifecycle", previousRelease)
 	complete := filepath.Join(dir, ".extracted")
 	if _, err := os.Stat(complete); err == nil {
 		return dir, nil
@@ -183,7 +183,7 @@ func previousSource(ctx context.Context) (string, error) {
 // extract writes the tree of commit into dst with git archive: no worktree to register and
 // clean up in the repository.
 func extract(ctx context.Context, commit, dst string) error {
-	root := harness.ModuleRoot()
+	root := stack.ModuleRoot()
 	if exec.CommandContext(ctx, "git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run() != nil {
 		// A shallow clone lacks it; its origin may still have it (a local clone's always does).
 		_ = exec.CommandContext(ctx, "git", "-C", root, "fetch", "--quiet", "--unshallow").Run()
@@ -241,7 +241,7 @@ func tryKubectl(t *testing.T, timeout time.Duration, args ...string) (string, er
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", env.Cluster.KubeconfigPath()}, args...)...)
-	cmd.Dir = harness.ModuleRoot()
+	cmd.Dir = stack.ModuleRoot()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	started := time.Now()

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestUpgradeWithNodesRunning(t *testing.T) {
 	ctx := context.Background()
 	NewWithT(t).Expect(install(ctx, previous)).To(Succeed())
-	s := env.Scenario(t)
+	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", map[string]string{"example.com/tier": "web"})
 	// One 1-CPU pod per 2XS on-demand node: nothing to consolidate while the workload stays.
 	pool := s.NodePool("", class, []string{"2XS"}, 10*time.Second, harness.OnDemand)
@@ -128,7 +129,7 @@ func TestUpgradeWithNodesRunning(t *testing.T) {
 // firstPassesDone asserts that the controller c has been over what a cluster of n NodeClaims
 // holds with each controller that could act on it: controller-runtime counts reconciles per
 // controller, and each named here reconciles every claim (or group, or node) at start.
-func firstPassesDone(g Gomega, c *harness.Controller, n int) {
+func firstPassesDone(g Gomega, c *stack.Controller, n int) {
 	fams, err := c.Metrics()
 	g.Expect(err).NotTo(HaveOccurred())
 	for name, least := range map[string]int{
@@ -138,11 +139,11 @@ func firstPassesDone(g Gomega, c *harness.Controller, n int) {
 		"clevercloud.launch":          n, // each claim's NodeGroup followed
 		"clevercloud.providerid":      n, // each NodeGroup's node
 	} {
-		g.Expect(harness.Sum(fams, "controller_runtime_reconcile_total", map[string]string{"controller": name})).
+		g.Expect(stack.Sum(fams, "controller_runtime_reconcile_total", map[string]string{"controller": name})).
 			To(BeNumerically(">=", least), "reconciles of %s", name)
 	}
 	// A whole disruption pass: single-node consolidation is the last method it evaluates.
-	g.Expect(harness.Sum(fams, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", map[string]string{"consolidation_type": "single"})).
+	g.Expect(stack.Sum(fams, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", map[string]string{"consolidation_type": "single"})).
 		To(BeNumerically(">=", 1), "disruption passes")
 	// The NodeGroup garbage collector sets this gauge on every pass, the first at start.
 	g.Expect(fams).To(HaveKey("karpenter_clevercloud_nodegroup_garbage_collection_refused"), "NodeGroup garbage-collection passes")

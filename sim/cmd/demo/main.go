@@ -32,7 +32,7 @@ import (
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/cke"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
 
 const namespace = "demo"
@@ -48,7 +48,7 @@ func main() {
 }
 
 type story struct {
-	env   *harness.Env
+	env   *stack.Env
 	start time.Time
 	ctx   context.Context
 	// what has been told already
@@ -81,7 +81,7 @@ func run(keep bool) error {
 	// The platform's measured timings: the story shows Creating, the node joining while the
 	// group is still Creating, then Synced.
 	opts := sim.LiveOptions()
-	s.env, err = harness.Start(ctx, harness.Options{Sim: &opts, WorkDir: dir, Logf: func(f string, a ...any) { s.say(f, a...) }})
+	s.env, err = stack.Start(ctx, stack.Options{Sim: &opts, WorkDir: dir, Logf: func(f string, a ...any) { s.say(f, a...) }})
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func run(keep bool) error {
 	if err := s.env.Client.Create(ctx, ns); err != nil {
 		return err
 	}
-	objs, err := harness.DecodeFile(filepath.Join(harness.ModuleRoot(), "examples", "inflate.yaml"))
+	objs, err := stack.DecodeFile(filepath.Join(stack.ModuleRoot(), "examples", "inflate.yaml"))
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func run(keep bool) error {
 }
 
 func waitFor(ctx context.Context, timeout time.Duration, ok func() bool) error {
-	return harness.Poll(ctx, timeout, func() error {
+	return stack.Poll(ctx, timeout, func() error {
 		if ok() {
 			return nil
 		}

@@ -18,12 +18,12 @@ import (
 	"github.com/go-logr/logr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/conformance"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
 func main() {
-	out := flag.String("out", filepath.Join(harness.ModuleRoot(), "docs", "conformance"), "report folder")
+	out := flag.String("out", filepath.Join(stack.ModuleRoot(), "docs", "conformance"), "report folder")
 	work := flag.String("work", "", "work folder (suite binaries, logs, controller log); a new one under bin/conformance by default")
 	suites := flag.String("suites", strings.Join(conformance.Suites, ","), "suites to run, comma-separated")
 	bins := flag.String("bin", "", "folder of prebuilt suite binaries <suite>.test (built from test/conformance/suites when empty)")
@@ -35,7 +35,7 @@ func main() {
 
 	dir := *work
 	if dir == "" {
-		dir = filepath.Join(harness.ModuleRoot(), "bin", "conformance", time.Now().UTC().Format("20060102-150405"))
+		dir = filepath.Join(stack.ModuleRoot(), "bin", "conformance", time.Now().UTC().Format("20060102-150405"))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fail(err)

@@ -1,13 +1,13 @@
-// Package harness runs the provider end to end on the simulated CKE, the way it ships: the
+// Package stack is the simulated CKE with the provider installed the way it ships: the
 // rendered bundle (out/crds.yaml, out/karpenter.yaml) applied to a real apiserver, and the
 // controller binary run out of cluster under the bundle's ServiceAccount identity with the
-// Deployment's environment. The e2e suite (test/e2e) and nothing else builds on it.
+// Deployment's environment. The demo (sim/cmd/demo), the e2e suites (test/e2e, test/lifecycle,
+// test/conformance) and the benchmarks (test/bench) all start it here, so that each runs the
+// provider the same way; what they assert lives beside them, in test/harness.
 //
-// One Env serves a whole test binary. Scenarios share it one after the other and leave
-// nothing behind: Env.Scenario registers a cleanup that deletes what the scenario created and
-// asserts that no NodeClaim, managed NodeGroup or worker Node is left, and that the controller
-// logged no error the scenario did not expect.
-package harness
+// One Env serves a whole process. Callers share it one after the other: test/harness's
+// Scenario deletes what a test created and checks that nothing was left behind.
+package stack
 
 import (
 	"context"
@@ -46,7 +46,7 @@ var ServiceAccountGroups = []string{"system:serviceaccounts", "system:serviceacc
 type Options struct {
 	// Sim is the simulated CKE; SuiteSimOptions by default.
 	Sim *sim.Options
-	// Binary is a prebuilt controller; built from ./controller into WorkDir when empty.
+	// Binary is a prebuilt controller; ControllerBinary's when empty.
 	Binary string
 	// BundleDir holds the rendered bundle to install (crds.yaml, karpenter.yaml); the
 	// repository's out/ when empty. The lifecycle suite installs a previous release's.
@@ -99,7 +99,7 @@ type Env struct {
 	progress   func(format string, args ...any)
 }
 
-// ModuleRoot is the repository root, found from this file.
+// ModuleRoot is the repository root, found from this file (sim/stack).
 func ModuleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
@@ -120,28 +120,11 @@ func BinDir() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// BuildController builds the controller binary into dir, linked with ldflags if any, and
-// returns its path.
-func BuildController(ctx context.Context, dir string, ldflags ...string) (string, error) {
-	out := filepath.Join(dir, "karpenter-clevercloud")
-	args := []string{"build", "-o", out}
-	if len(ldflags) > 0 {
-		args = append(args, "-ldflags", strings.Join(ldflags, " "))
-	}
-	cmd := exec.CommandContext(ctx, "go", append(args, "./controller")...)
-	cmd.Dir = ModuleRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./controller: %w\n%s", err, b)
-	}
-	return out, nil
-}
-
 // Start starts the simulated CKE and the fake price API, applies the rendered bundle, writes
 // the ServiceAccount's kubeconfig and starts the controller.
 func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	if opts.WorkDir == "" {
-		return nil, errors.New("harness: Options.WorkDir is required")
+		return nil, errors.New("stack: Options.WorkDir is required")
 	}
 	e := &Env{dir: opts.WorkDir, root: ModuleRoot(), binary: opts.Binary, progress: opts.Logf}
 	defer func() {
@@ -160,10 +143,12 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	e.Bundle = bundle
 	step := time.Now()
 	if e.binary == "" {
-		if e.binary, err = BuildController(ctx, e.dir); err != nil {
+		// No deadline of ctx's: a build from a cold cache on a busy machine takes minutes,
+		// which is no failure of the environment.
+		if e.binary, err = ControllerBinary(context.Background(), e.dir); err != nil {
 			return nil, err
 		}
-		e.logf("controller built in %s", time.Since(step).Round(100*time.Millisecond))
+		e.logf("controller %s ready in %s", e.binary, time.Since(step).Round(100*time.Millisecond))
 		step = time.Now()
 	}
 	so := SuiteSimOptions()
@@ -211,7 +196,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	return e, nil
 }
 
-// Dir is the harness's work folder.
+// Dir is the environment's work folder.
 func (e *Env) Dir() string { return e.dir }
 
 // Kubeconfig is the controller's kubeconfig: the bundle's ServiceAccount identity.
@@ -284,8 +269,8 @@ func (e *Env) waitEstablished(ctx context.Context, name string) error {
 	})
 }
 
-// Poll calls check until it returns nil or timeout passes; for the harness's own waits
-// (tests use gomega's Eventually).
+// Poll calls check until it returns nil or timeout passes; for waits outside a test (tests
+// use gomega's Eventually).
 func Poll(ctx context.Context, timeout time.Duration, check func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -1,4 +1,4 @@
-package harness
+package stack
 
 import (
 	"bufio"
@@ -30,7 +30,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
 )
 
-// FieldOwner is the server-side apply field manager of everything the harness applies.
+// FieldOwner is the server-side apply field manager of everything the stack applies.
 const FieldOwner = "karpenter-e2e"
 
 // Scheme knows the built-in kinds, CRDs, NodeGroup, CleverNodeClass and Karpenter's kinds.
@@ -52,7 +52,7 @@ type Bundle struct {
 	Deployment *appsv1.Deployment
 }
 
-// Workload kinds cannot run without an image and a kubelet; the harness runs the binary in
+// Workload kinds cannot run without an image and a kubelet; the stack runs the binary in
 // their place.
 var notApplied = map[string]bool{"Deployment": true, "Service": true, "PodDisruptionBudget": true}
 
@@ -82,7 +82,7 @@ func LoadBundle(dir string) (*Bundle, error) {
 	return b, nil
 }
 
-// Install is every object of out/karpenter.yaml the harness applies: all but the workload.
+// Install is every object of out/karpenter.yaml the stack applies: all but the workload.
 func (b *Bundle) Install() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, u := range b.Objects {

@@ -1,4 +1,4 @@
-package harness
+package stack
 
 import (
 	"bufio"
@@ -28,7 +28,7 @@ import (
 
 // Controller is one run of the controller binary.
 type Controller struct {
-	// Env is the environment it was started with (only the variables the harness sets).
+	// Env is the environment it was started with (only the variables the stack sets).
 	Env        map[string]string
 	LogPath    string
 	MetricsURL string
@@ -395,4 +395,14 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ExitErr is how the process ended (nil while it runs, or after a clean exit).
+func (c *Controller) ExitErr() error {
+	select {
+	case <-c.done:
+		return c.waitErr
+	default:
+		return nil
+	}
 }

@@ -1,4 +1,4 @@
-package harness
+package stack
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func (e *Env) RepairBinary() (string, error) {
 			return
 		}
 		ldflag := fmt.Sprintf("-X %s=%s", repairTolerationSymbol, RepairToleration)
-		path, err := BuildController(context.Background(), dir, ldflag)
+		path, err := BuildController(context.Background(), ModuleRoot(), dir, ldflag)
 		if err != nil {
 			repairBuild.err = fmt.Errorf("building the repair controller: %w", err)
 			return
@@ -98,17 +98,6 @@ func (e *Env) FeatureGates(set map[string]bool) (string, error) {
 		}
 	}
 	return strings.Join(gates, ","), nil
-}
-
-// RestartRepairController restarts the controller from RepairBinary with overrides, and puts
-// the suite's controller (no overrides) back when the test ends, before the scenario's cleanup.
-func (s *Scenario) RestartRepairController(overrides map[string]string) {
-	s.T.Helper()
-	binary, err := s.Env.RepairBinary()
-	s.must(err)
-	s.T.Cleanup(func() { s.RestartController(nil) })
-	s.must(s.Env.StartControllerFrom(s.Ctx, binary, overrides))
-	s.marks[s.Env.ctrl] = 0
 }
 
 // ReportNotReady makes a node's kubelet report it NotReady, reason KubeletNotReady (a broken

@@ -1,0 +1,94 @@
+package harness
+
+import (
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
+)
+
+// AllowErrors lets the controller log errors matching any of the patterns (against the raw
+// line) during this scenario.
+func (s *Scenario) AllowErrors(patterns ...string) {
+	for _, p := range patterns {
+		s.allowed = append(s.allowed, regexp.MustCompile(p))
+	}
+}
+
+// Pods lists the pods of a Deployment.
+func (s *Scenario) Pods(d *appsv1.Deployment) []corev1.Pod {
+	s.T.Helper()
+	pods := &corev1.PodList{}
+	s.must(s.Env.Client.List(s.Ctx, pods, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)))
+	return pods.Items
+}
+
+// RunningPods counts the Deployment's pods that are Running, Ready and not terminating.
+func (s *Scenario) RunningPods(d *appsv1.Deployment) (int, []corev1.Pod) {
+	var running []corev1.Pod
+	for _, p := range s.Pods(d) {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && PodReady(&p) {
+			running = append(running, p)
+		}
+	}
+	return len(running), running
+}
+
+// WaitRunning waits until exactly n pods of d are Running and Ready, and returns them.
+func (s *Scenario) WaitRunning(d *appsv1.Deployment, n int, timeout time.Duration) []corev1.Pod {
+	s.T.Helper()
+	var pods []corev1.Pod
+	s.G.Eventually(func(g gomega.Gomega) {
+		var count int
+		count, pods = s.RunningPods(d)
+		all := s.Pods(d)
+		g.Expect(count).To(gomega.Equal(n), "running pods of %s (of %d)", d.Name, len(all))
+		g.Expect(all).To(gomega.HaveLen(n), "pods of %s", d.Name)
+	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(gomega.Succeed())
+	return pods
+}
+
+// EventsSince lists events with a reason whose last occurrence is at or after since,
+// optionally about one object name.
+func (s *Scenario) EventsSince(reason, object string) []corev1.Event {
+	evs, err := s.Env.Events(s.Ctx, reason)
+	s.must(err)
+	var out []corev1.Event
+	for _, ev := range evs {
+		if stack.EventTime(ev).Before(s.start.Truncate(time.Second)) {
+			continue
+		}
+		if object != "" && ev.InvolvedObject.Name != object {
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// Metric reads a metric of the running controller.
+func (s *Scenario) Metric(name string, labels map[string]string) float64 {
+	s.T.Helper()
+	v, err := s.Env.Controller().Metric(name, labels)
+	s.must(err)
+	return v
+}
+
+// ErrorLines are the unexpected controller error lines logged during the scenario so far.
+func (s *Scenario) ErrorLines() []string {
+	var out []string
+	for c, mark := range s.marks {
+		for _, l := range c.ErrorsSince(mark) {
+			if !slices.ContainsFunc(s.allowed, func(r *regexp.Regexp) bool { return r.MatchString(l.Raw) }) {
+				out = append(out, l.Raw)
+			}
+		}
+	}
+	return out
+}
