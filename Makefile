@@ -21,6 +21,9 @@ MODULE := github.com/CleverCloud/karpenter-provider-clever-cloud
 LDFLAGS := -s -w -X $(MODULE)/controller/version.Version=$(VERSION)
 TOOLS := go tool -modfile=tools/go.mod
 BIN := $(CURDIR)/bin
+# The controller `make build` builds, which the simulated CKE's stack (sim/stack) runs instead of
+# building its own inside a test's deadline.
+STACK_ENV := KARPENTER_CLEVERCLOUD_BINARY=$(BIN)/karpenter-clevercloud
 
 .PHONY: all
 all: build
@@ -56,10 +59,10 @@ sim-bin: ## Build the simulated CKE's pinned Kubernetes binaries (cached by pin)
 	@./sim/tools/build.sh >/dev/null
 
 .PHONY: test
-test: sim-bin ## Run every test: unit, integration on a real apiserver, simulator, e2e, brief fuzzing.
+test: sim-bin build ## Run every test: unit, integration on a real apiserver, simulator, e2e, brief fuzzing.
 	go build ./...
 	go vet ./...
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) go test -count=1 -timeout 30m ./...
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 30m ./...
 	$(MAKE) fuzz FUZZTIME=10s
 
 FUZZTIME ?= 2m
@@ -71,16 +74,16 @@ fuzz: ## Fuzz the price-API decoders, the quota-message parser and the label rul
 	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./controller/labels
 
 .PHONY: e2e
-e2e: sim-bin ## Run the end-to-end suite only (the shipped bundle and binary on the simulated CKE).
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) go test -count=1 -timeout 30m -v ./test/e2e/
+e2e: sim-bin build ## Run the end-to-end suite only (the shipped bundle and binary on the simulated CKE).
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 30m -v ./test/e2e/
 
 .PHONY: conformance
-conformance: sim-bin ## Run Karpenter core's own e2e suites on the simulated CKE (~40 min); writes docs/conformance/ (CONFORMANCE_FULL=1: long timers too; CONFORMANCE_PARALLEL=1: suites side by side).
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) go run ./test/conformance/cmd/conformance
+conformance: sim-bin build ## Run Karpenter core's own e2e suites on the simulated CKE (~40 min); writes docs/conformance/ (CONFORMANCE_FULL=1: long timers too; CONFORMANCE_PARALLEL=1: suites side by side).
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go run ./test/conformance/cmd/conformance
 
 .PHONY: demo
-demo: ## Tell the provider's story on the simulated CKE, then tear down (DEMO_FLAGS=--keep to explore).
-	go run ./sim/cmd/demo $(DEMO_FLAGS)
+demo: build ## Tell the provider's story on the simulated CKE, then tear down (DEMO_FLAGS=--keep to explore).
+	$(STACK_ENV) go run ./sim/cmd/demo $(DEMO_FLAGS)
 
 .PHONY: help
 help:
@@ -93,12 +96,12 @@ help:
 BENCH_PROFILE ?= both
 
 .PHONY: bench
-bench: sim-bin ## Run every benchmark scenario on the simulated CKE, live profile and fast beside it (~20 min); writes docs/bench/.
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) BENCH_OUT=docs/bench BENCH_PROFILE=$(BENCH_PROFILE) go test -tags bench -count=1 -timeout 40m -run 'TestBench$$' -v ./test/bench
+bench: sim-bin build ## Run every benchmark scenario on the simulated CKE, live profile and fast beside it (~20 min); writes docs/bench/.
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) BENCH_OUT=docs/bench BENCH_PROFILE=$(BENCH_PROFILE) go test -tags bench -count=1 -timeout 40m -run 'TestBench$$' -v ./test/bench
 
 .PHONY: bench-smoke
-bench-smoke: sim-bin ## One tiny benchmark scenario on the fast profile (< 1 min), report in bin/bench-smoke/.
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) BENCH_OUT=bin/bench-smoke go test -count=1 -timeout 5m -run 'TestSmoke$$' -v ./test/bench
+bench-smoke: sim-bin build ## One tiny benchmark scenario on the fast profile (< 1 min), report in bin/bench-smoke/.
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) BENCH_OUT=bin/bench-smoke go test -count=1 -timeout 5m -run 'TestSmoke$$' -v ./test/bench
 
 ##@ Release
 
