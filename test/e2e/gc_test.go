@@ -13,6 +13,7 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
@@ -85,7 +86,7 @@ func TestVanishedGroupFastFails(t *testing.T) {
 	d := s.Deployment("ghost", pool.Name, 1, "1", "1Gi")
 	start := time.Now()
 	Eventually(func(g Gomega) {
-		g.Expect(s.EventsSince(garbagecollection.ReasonFastFail, "")).NotTo(BeEmpty())
+		g.Expect(s.EventsSince(cloudprovider.ReasonVanished, "")).NotTo(BeEmpty())
 	}).WithTimeout(gcTimeout).WithPolling(500 * time.Millisecond).Should(Succeed())
 	env.Cluster.Operator().Configure(func(o *operator.Options) { o.Faults = nil })
 	t.Logf("vanished group fast-failed %s after the pod was created", time.Since(start).Round(time.Second))

@@ -22,11 +22,6 @@ const (
 	ReasonResized = "NodeGroupResizedOutOfBand"
 )
 
-// ReasonFastFail is cloudprovider.ReasonVanished under the name the end-to-end suite knows.
-//
-// Deprecated: use cloudprovider.ReasonVanished; this name goes once test/e2e does.
-const ReasonFastFail = cloudprovider.ReasonVanished
-
 // A refused or resized group is published on every pass and deduplicated by the recorder for
 // remind, so it is reported when first found and again every remind while it stays so.
 
