@@ -35,33 +35,35 @@ var repairBuild struct {
 func (e *Env) RepairBinary() (string, error) {
 	repairBuild.once.Do(func() {
 		start := time.Now()
-		dir := filepath.Join(e.dir, "repair")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			repairBuild.err = err
-			return
+		repairBuild.path, repairBuild.err = BuildRepairController(context.Background(), filepath.Join(e.dir, "repair"))
+		if repairBuild.err == nil {
+			e.logf("repair controller (toleration %s) built in %s", RepairToleration, time.Since(start).Round(100*time.Millisecond))
 		}
-		ldflag := fmt.Sprintf("-X %s=%s", repairTolerationSymbol, RepairToleration)
-		path, err := BuildController(context.Background(), ModuleRoot(), dir, ldflag)
-		if err != nil {
-			repairBuild.err = fmt.Errorf("building the repair controller: %w", err)
-			return
-		}
-		// The linker ignores -X for a symbol that does not exist: a renamed variable would
-		// leave the product's 10 minutes in and every repair scenario timing out for no
-		// visible reason.
-		out, err := exec.Command("go", "tool", "nm", path).Output()
-		if err != nil {
-			repairBuild.err = fmt.Errorf("listing the symbols of %s: %w", path, err)
-			return
-		}
-		if !strings.Contains(string(out), " "+repairTolerationSymbol+"\n") {
-			repairBuild.err = fmt.Errorf("%s has no symbol %s: the -X flag linked nothing", path, repairTolerationSymbol)
-			return
-		}
-		repairBuild.path = path
-		e.logf("repair controller (toleration %s) built in %s", RepairToleration, time.Since(start).Round(100*time.Millisecond))
 	})
 	return repairBuild.path, repairBuild.err
+}
+
+// BuildRepairController builds the working tree's controller into dir with RepairToleration
+// linked in place of the product's 10 minutes, and checks that the link took.
+func BuildRepairController(ctx context.Context, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	ldflag := fmt.Sprintf("-X %s=%s", repairTolerationSymbol, RepairToleration)
+	path, err := BuildController(ctx, ModuleRoot(), dir, ldflag)
+	if err != nil {
+		return "", fmt.Errorf("building the repair controller: %w", err)
+	}
+	// The linker ignores -X for a symbol that does not exist: a renamed variable would leave
+	// the product's 10 minutes in and every repair scenario timing out for no visible reason.
+	out, err := exec.CommandContext(ctx, "go", "tool", "nm", path).Output()
+	if err != nil {
+		return "", fmt.Errorf("listing the symbols of %s: %w", path, err)
+	}
+	if !strings.Contains(string(out), " "+repairTolerationSymbol+"\n") {
+		return "", fmt.Errorf("%s has no symbol %s: the -X flag linked nothing", path, repairTolerationSymbol)
+	}
+	return path, nil
 }
 
 // StartControllerFrom is StartController with another binary; the next StartController or

@@ -92,7 +92,7 @@ var Skips = []Skip{
 		Reason: "The provider's RepairPolicy replaces a node whose kubelet reports NotReady for 10 minutes. The specs backdate " +
 			"the injected condition by a day, but core counts a toleration from the node's creation at the earliest " +
 			"(pkg/controllers/node/health/policy.go clamps the transition time), so each spec waits over 10 minutes for a node " +
-			"it has just launched.",
+			"it has just launched. CONFORMANCE_FULL=1 runs them against a controller that links a 30 s toleration instead.",
 	},
 	{
 		Suite: "disruption", Pattern: `^Disruption TerminateFirst `, Category: InCluster,
@@ -116,6 +116,18 @@ func activeSkips(suite string, full bool) []Skip {
 		out = append(out, s)
 	}
 	return out
+}
+
+// LongTimerFocus is a --ginkgo.focus value matching every spec that waits on a long timer,
+// in any suite: the patterns include their suite's description.
+func LongTimerFocus() string {
+	var parts []string
+	for _, s := range Skips {
+		if s.Category == LongTimer {
+			parts = append(parts, "(?:"+s.Pattern+")")
+		}
+	}
+	return strings.Join(parts, "|")
 }
 
 // skipRegexp is the --ginkgo.skip value for the active entries; "" when there are none.

@@ -29,9 +29,13 @@ func main() {
 	bins := flag.String("bin", "", "folder of prebuilt suite binaries <suite>.test (built from test/conformance/suites when empty)")
 	focus := flag.String("focus", "", "only the specs matching this ginkgo focus regexp (the report is then not written to -out unless -out is given)")
 	parallel := flag.Bool("parallel", os.Getenv("CONFORMANCE_PARALLEL") == "1", "run each suite on a cluster of its own, at the same time (CONFORMANCE_PARALLEL=1)")
+	longTimers := flag.Bool("long-timers", false, "only the specs that wait on core's long timers, in CONFORMANCE_FULL=1 mode; writes full.{md,json} beside a report of the others")
 	flag.Parse()
 	logf.SetLogger(logr.Discard())
-	full := os.Getenv("CONFORMANCE_FULL") == "1"
+	full := os.Getenv("CONFORMANCE_FULL") == "1" || *longTimers
+	if *longTimers {
+		*focus = conformance.LongTimerFocus()
+	}
 
 	dir := *work
 	if dir == "" {
@@ -53,7 +57,10 @@ func main() {
 		if full {
 			base = "full"
 		}
-		if *focus != "" {
+		switch {
+		case *longTimers:
+			rep.Mode = "CONFORMANCE_FULL=1, the long-timer specs only (report.md covers the others)"
+		case *focus != "":
 			base = "subset"
 		}
 		if werr := rep.Write(*out, base); werr != nil {
