@@ -33,9 +33,6 @@ import (
 const (
 	ProductPath     = "/v4/kubernetes-product"
 	PriceSystemPath = "/v4/billing/price-system"
-	// ControlPath reads (GET) or replaces (PUT) the fake's State as JSON, for a simulator that
-	// runs the fake in another process than the test driving it.
-	ControlPath = "/_sim/state"
 )
 
 // Service names of the two countables a Kubernetes node is billed with.
@@ -284,9 +281,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e = Product
 	case PriceSystemPath:
 		e = PriceSystem
-	case ControlPath:
-		s.serveControl(w, r)
-		return
 	default:
 		http.NotFound(w, r)
 		return
@@ -361,27 +355,6 @@ func pad(body []byte) []byte {
 		out[i] = ' '
 	}
 	return append(out, body[end:]...)
-}
-
-func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
-	switch r.Method {
-	case http.MethodGet:
-	case http.MethodPut:
-		var st State
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&st); err != nil {
-			http.Error(w, "bad state: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		s.SetState(st)
-	default:
-		w.Header().Set("Allow", "GET, PUT")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(s.State())
 }
 
 type productDoc struct {
