@@ -7,12 +7,14 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -91,6 +93,36 @@ func (e *Env) NewManager() (ctrl.Manager, error) {
 		return nil, fmt.Errorf("building manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// RunWithManager is the TestMain of a package whose controllers run in a manager: it starts the
+// control plane and one manager, lets setup register the package's controllers (and keep what
+// its tests need), starts the manager, runs the tests and tears everything down. It returns
+// the exit code for os.Exit.
+func RunWithManager(m *testing.M, setup func(ctx context.Context, env *Env, mgr ctrl.Manager) error) int {
+	env, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	mgr, err := env.NewManager()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := setup(ctx, env, mgr); err != nil {
+		fmt.Fprintln(os.Stderr, "setting up the suite:", err)
+		return 1
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return m.Run()
 }
 
 // Stop tears the control plane down.

@@ -2,7 +2,6 @@ package launch_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/events"
@@ -41,45 +41,21 @@ var (
 // wires it, with the real cloud provider behind it. Tests play the node-group operator by
 // writing NodeGroup statuses by hand.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	mgr, err := env.NewManager()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	rec := record.NewFakeRecorder(1000)
-	go seen.drain(ctx, rec.Events)
-	recorder := events.NewRecorder(rec)
-	clk = clocktesting.NewFakeClock(time.Now())
-	cat, err := catalog.Load("", "par", logr.Discard())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	provider = cloudprovider.New(env.Client, nodegroup.NewClient(env.Client, env.Client, env.Client), cat, nil,
-		quota.NewTracker(clk, quota.Limit{}), recorder, clk, 10*time.Second)
-	follower = launch.New(mgr.GetClient(), &hookedReader{Reader: env.Client}, provider, recorder, clk, overdueAfter)
-	if err := follower.Register(ctx, mgr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
+	os.Exit(testenv.RunWithManager(m, func(ctx context.Context, e *testenv.Env, mgr ctrl.Manager) error {
+		env = e
+		rec := record.NewFakeRecorder(1000)
+		go seen.drain(ctx, rec.Events)
+		recorder := events.NewRecorder(rec)
+		clk = clocktesting.NewFakeClock(time.Now())
+		cat, err := catalog.Load("", "par", logr.Discard())
+		if err != nil {
+			return err
 		}
-	}()
-	return m.Run()
+		provider = cloudprovider.New(env.Client, nodegroup.NewClient(env.Client, env.Client, env.Client), cat, nil,
+			quota.NewTracker(clk, quota.Limit{}), recorder, clk, 10*time.Second)
+		follower = launch.New(mgr.GetClient(), &hookedReader{Reader: env.Client}, provider, recorder, clk, overdueAfter)
+		return follower.Register(ctx, mgr)
+	}))
 }
 
 // eventLog keeps every event published, for tests to find theirs by the group's name.
