@@ -8,7 +8,7 @@ import (
 )
 
 // The profiles keep the platform's order: decision, then the join, then Synced; the live one
-// carries the measured envelope (cke-platform.md §6 rev 2) and the quota-engine quirks.
+// carries the measured envelope and the quota-engine quirks.
 func TestProfiles(t *testing.T) {
 	for name, o := range map[string]sim.Options{"live": sim.LiveOptions(), "fast": sim.FastOptions()} {
 		op := o.Operator

@@ -18,7 +18,7 @@ type Flavor struct {
 	NominalGB int64
 }
 
-// Facts that are the same on every flavor (measured on live nodes, cke-platform.md §3).
+// Facts that are the same on every flavor (measured on live nodes).
 const (
 	EphemeralStorageKi             = 40971488
 	MaxPods                        = 110

@@ -1,7 +1,7 @@
 // Package priceapi is a fake of Clever Cloud's public pricing API: the two documents the
 // price refresher reads, /v4/kubernetes-product and /v4/billing/price-system.
 //
-// Like today's platform (cke-platform.md §4, rev 2), the price system is public and the
+// Like today's platform, the price system is public and the
 // product listing answers 401 to a request without a token, which the refresher never has.
 // The listing as it was served before 2026-09 (the "legacy" listing) stays available, with
 // Options.LegacyProduct or SetLegacyProduct, for the scenarios that need flavor availability

@@ -3,7 +3,7 @@
 // the fleet it buys against a lower bound. `make bench` runs every scenario and writes
 // docs/bench/REPORT.md and docs/bench/report.json; `make bench-smoke` (and plain `go test`)
 // runs one tiny scenario to prove the harness works. Every scenario runs on the simulator's
-// live profile (CKE's measured timings) and the ones issue 14 measures on the fast one too.
+// live profile (CKE's measured timings) and the launch-path ones on the fast one too.
 package bench
 
 import (
@@ -162,7 +162,7 @@ type Result struct {
 	// PendingToRunning: every pod, from creation to Running and Ready.
 	PendingToRunning Stat `json:"pendingToRunning"`
 	// PendingToRunningNewNode: the pods that waited for a new node, from creation to Running
-	// and Ready (issue 14: p50 ≤ the platform's join time + 3 s).
+	// and Ready (target: p50 ≤ the platform's join time + 3 s).
 	PendingToRunningNewNode Stat `json:"pendingToRunningNewNode"`
 	// Overhead: per pod that needed a new node, pending → Running minus the simulator's join
 	// delay (which is measured from the NodeGroup's creation, so includes the decision).
@@ -429,7 +429,7 @@ type Report struct {
 	// Simulator is what both profiles share; Profiles the operator's timings of each.
 	Simulator map[string]string            `json:"simulator"`
 	Profiles  map[string]map[string]string `json:"profiles"`
-	// Checks are the figures with a target (issue 14, issue 8, Karpenter's KWOK budgets).
+	// Checks are the figures with a target (the launch path's, the quota's, Karpenter's KWOK budgets).
 	Checks   []Check           `json:"checks,omitempty"`
 	Results  []*Result         `json:"scenarios"`
 	Verdicts map[string]string `json:"verdicts,omitempty"`

@@ -13,8 +13,8 @@ import (
 // TestBench runs the scenarios one after the other on one simulated CKE and writes the
 // report (BENCH_OUT, docs/bench with make bench). BENCH_PROFILE picks the simulator
 // profiles: live (every scenario on CKE's measured timings), fast (every scenario on the
-// compressed timings) or both (the default: every scenario on live, then the ones issue 14
-// measures on fast, for comparison). Other knobs: BENCH_SCALE_PODS (1000),
+// compressed timings) or both (the default: every scenario on live, then the launch-path ones
+// on fast, for comparison). Other knobs: BENCH_SCALE_PODS (1000),
 // BENCH_SCALE_TIMEOUT (5m), BENCH_GATE_PODS (200), BENCH_QUOTA_WINDOW (live 75s, fast 30s),
 // BENCH_CONSOLIDATION_QUIET (45s), BENCH_CONSOLIDATION_SETTLE (live 4m, fast 2m),
 // BENCH_CONSOLIDATION_SETTLE_OPEN (live 90s, fast 2m). The defaults keep `make bench` near
@@ -43,7 +43,7 @@ func TestBench(t *testing.T) {
 }
 
 // profileRun is one pass over the scenarios on one simulator profile; all runs every
-// scenario, otherwise only those issue 14 measures.
+// scenario, otherwise only the launch-path ones.
 type profileRun struct {
 	profile string
 	all     bool

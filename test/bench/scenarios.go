@@ -455,9 +455,9 @@ func (b *Bench) Scale(t *testing.T, name string, n int, timeout time.Duration, r
 }
 
 // Burst10: ten 1 CPU / 1 Gi pods, one per node, at once (ten NodeClaims in one batch), quota
-// lifted: time from the first NodeClaim to the last NodeGroup decided (issue 8: ≤ the
+// lifted: time from the first NodeClaim to the last NodeGroup decided (target: ≤ the
 // operator's slowest decision + 1 s), and how long Karpenter core's cluster state stays unsynced while
-// the ten launch (issue 14: ≤ 3 s), the gauge sampled every SyncedInterval.
+// the ten launch (target: ≤ 3 s), the gauge sampled every SyncedInterval.
 func (b *Bench) Burst10(t *testing.T) *Result {
 	s, pool := b.setup(t, 10*time.Minute)
 	b.LiftQuota()
@@ -510,7 +510,7 @@ func (b *Bench) Burst10(t *testing.T) *Result {
 		sort.Float64s(createToDecision)
 		r.Raw = map[string][]float64{"groupCreatedToDecisionSeconds": roundAll(createToDecision)}
 	})
-	// Issue 8: the provider adds at most 1 s to the operator's slowest decision.
+	// Target: the provider adds at most 1 s to the operator's slowest decision.
 	target := r.GroupToDecision.Max + 1
 	if v, ok := r.Figures["firstClaimToLastDecisionSeconds"]; !ok || v > target {
 		r.Misses = append(r.Misses, fmt.Sprintf("first NodeClaim → last NodeGroup decided %.3fs, target ≤ the slowest decision + 1 s = %.3fs", v, target))

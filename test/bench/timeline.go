@@ -51,7 +51,7 @@ type ClaimTimes struct {
 
 // GroupTimes are the steps of one NodeGroup. Decided is the operator's first status write
 // when it launches (phase Creating; Synced if the bench saw nothing earlier), Rejected its
-// QuotaExceeded; Synced comes tens of seconds after the node joined (cke-platform.md §6).
+// QuotaExceeded; Synced comes tens of seconds after the node joined.
 type GroupTimes struct {
 	Created, Decided, Synced, Rejected, Deleting time.Time
 	Flavor                                       string

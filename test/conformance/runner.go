@@ -47,14 +47,14 @@ const RepairCondition = "Ready=False/KubeletNotReady"
 const FeatureGates = "NodeRepair=true,ReservedCapacity=false,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=true,CapacityBuffer=true"
 
 // QuotaLifted is the simulated organisation quota (vCPU and GB): high enough that no spec
-// meets it, as on an organisation with a raised quota (cke-platform.md §5).
+// meets it, as on an organisation with a raised quota.
 const QuotaLifted = 100000
 
 // SimOptions is the simulated CKE of a conformance run: the fast profile with the quota
 // lifted, pods' grace periods honoured and no control-plane Node. Every suite spec starts by
 // asserting that each Node already in the cluster is tainted ("system pool" nodes); CKE's
 // control-plane nodes are schedulable and untainted, and some CKE clusters show none
-// (worker-only topology, cke-platform.md §2): that topology is the one the suites can run on.
+// (worker-only topology): that topology is the one the suites can run on.
 // The termination specs check that a draining pod keeps running through its
 // terminationGracePeriodSeconds and preStop hook, as a real kubelet keeps it.
 func SimOptions() sim.Options {

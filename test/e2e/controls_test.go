@@ -13,7 +13,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// §6: Karpenter's disruption controls (expireAfter, budgets, do-not-disrupt) on our nodes.
+// Karpenter's disruption controls (expireAfter, budgets, do-not-disrupt) on our nodes.
 
 // blockWindow is how long a blocked disruption is watched not happening once Karpenter has
 // disrupted an unblocked peer: the peer proves the disruption loop saw every candidate, the

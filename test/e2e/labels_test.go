@@ -26,7 +26,7 @@ func nodeSelector(key, value string) harness.WorkloadOption {
 	}
 }
 
-// CKE does not stamp topology labels on its nodes (cke-platform.md §2 rev 2): zone and region
+// CKE does not stamp topology labels on its nodes: zone and region
 // reach the node through the NodeClaim at registration. A pod that selects the region gets
 // exactly one node (before, one such pod made Karpenter launch three VMs and never ran).
 func TestRegionSelectorGetsExactlyOneNode(t *testing.T) {

@@ -55,7 +55,7 @@ func TestProvision(t *testing.T) {
 	Expect(g.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClassHash, class.Hash()))
 	Expect(g.Spec.Labels).To(HaveKeyWithValue("example.com/team", "platform"))
 	Expect(g.Spec.Taints).To(ContainElement(ngv1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}))
-	// The node registers while the group is still Creating (cke-platform.md §1): Synced follows.
+	// The node registers while the group is still Creating: Synced follows.
 	Eventually(func() (string, error) {
 		got := &ngv1.NodeGroup{}
 		err := env.Client.Get(s.Ctx, client.ObjectKeyFromObject(&g), got)

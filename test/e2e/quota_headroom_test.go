@@ -12,7 +12,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// Issue 8: with CKE's default quota (40 vCPU / 40 GB, two S control-plane nodes using 16 / 24)
+// With CKE's default quota (40 vCPU / 40 GB, two S control-plane nodes using 16 / 24)
 // and no quota configured, a pod only an XL fits costs one refused NodeGroup — the probe that
 // teaches the limit — and never blocks a small pod that fits: the 2XS launches and runs while
 // the XL pod stays Pending.
@@ -49,7 +49,7 @@ func TestRefusedXLDoesNotBlockAFitting2XS(t *testing.T) {
 	Expect(s.Metric("karpenter_clevercloud_quota_limit", map[string]string{"resource": "memory_gb"})).To(Equal(40.0))
 }
 
-// Issue 8: with the quota configured, a pod that does not fit the headroom waits without a
+// With the quota configured, a pod that does not fit the headroom waits without a
 // single NodeGroup being refused, and capacity freed by another pool is used within seconds.
 func TestFreedQuotaIsUsedWithinSeconds(t *testing.T) {
 	s := harness.NewScenario(t, env)
@@ -88,7 +88,7 @@ func TestFreedQuotaIsUsedWithinSeconds(t *testing.T) {
 	Expect(refusals(s)).To(Equal(0.0), "a known quota is never probed")
 }
 
-// Issue 8, as shipped on a raised quota: the organisation has 80 / 80 and the controller knows
+// As shipped, on a raised quota: the organisation has 80 / 80 and the controller knows
 // nothing. Twelve one-per-node 2XS pods need 48 / 48 beyond the control plane's 16 / 24, more
 // than CKE's default leaves: the launches beyond it go as probes, one more per accepted probe,
 // and every pod runs without a single refused NodeGroup.
@@ -115,13 +115,13 @@ func TestRaisedQuotaIsClimbedWithoutRefusals(t *testing.T) {
 	Expect(s.Metric("karpenter_clevercloud_quota_probes_in_flight", nil)).To(BeZero())
 }
 
-// Issue 14: twelve 1 CPU / 1Gi pods (no spreading) against CKE's default quota, the two S
+// Twelve 1 CPU / 1Gi pods (no spreading) against CKE's default quota, the two S
 // control-plane nodes using 16 vCPU / 24 GB of 40 / 40. Left to itself Karpenter packs ten of
 // them onto an M that takes every GB left and strands 14 vCPU; the offerings steer it to the
 // flavors that make the most of the headroom (2XS, three pods each, or XS, six), so every pod
 // runs. Known quota: not one NodeGroup refused. Unknown quota: none either — CKE's default is
 // the provisional limit and its headroom holds all twelve, so nothing is probed beyond it
-// (issue 14 would allow the one refusal such a probe costs).
+// (one refusal would be acceptable: what such a probe costs).
 func TestQuotaConfiguredHeadroomHoldsEveryPod(t *testing.T) {
 	headroomEpisode(t, map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "40", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "40"}, 0)
 }
@@ -151,7 +151,7 @@ func headroomEpisode(t *testing.T, quotaEnv map[string]string, maxRefusals float
 	}
 	// Quota not configured: CKE's default is the provisional limit and its headroom holds all
 	// twelve, so nothing was probed beyond it and nothing had to be learned (a refused probe's
-	// reservation may leak upstream for minutes, cke-platform.md §5). The launches proved at
+	// reservation may leak upstream for minutes). The launches proved at
 	// least the control plane's 24 GB.
 	Expect(s.Metric("karpenter_clevercloud_quota_limit", map[string]string{"resource": "memory_gb"})).To(Equal(0.0))
 	Expect(s.Metric("karpenter_clevercloud_quota_limit_proven", map[string]string{"resource": "memory_gb"})).To(BeNumerically(">=", 24))

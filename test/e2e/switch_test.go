@@ -18,7 +18,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// Issue 16, scope 1: the in-place switch from the upstream provider (v0.11/v0.12). The cluster
+// The in-place switch from the upstream provider (v0.11/v0.12). The cluster
 // state upstream leaves behind is written by the test while this controller is stopped — a
 // NodeClaim, its NodeGroup in upstream's shape (upstream's labels and hash stamp, an owner
 // reference to the claim, karpenter.sh/nodepool in spec.labels) and the node the platform
