@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 )
 
@@ -376,6 +377,59 @@ func TestDeletionOrder(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A Node still held once its VM is torn down stays NotReady: its kubelet is gone, so nothing
+// reports it Ready again (the status update kwok had scheduled used to, 20–25 s later) and
+// nothing renews its Lease; the node lifecycle controller marks it Unknown after its grace
+// period, as on the platform.
+func TestTornDownNodeStaysDown(t *testing.T) {
+	ctx := context.Background()
+	g := create(t, newGroup("torn", "2XS", 1))
+	waitPhase(t, g.Name, ngv1.PhaseSynced)
+	n := waitNodeReady(t, "torn-node0")
+	patchNodeFinalizers(t, n.Name, []string{"karpenter.sh/termination"})
+	t.Cleanup(func() { patchNodeFinalizers(t, n.Name, nil) })
+	if err := k8s.Delete(ctx, get(t, g.Name)); err != nil {
+		t.Fatalf("deleting NodeGroup: %v", err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		n, err := getNode("torn-node0")
+		if err != nil {
+			return err
+		}
+		if ready := nodeReadyCondition(n); ready == nil || ready.Status != corev1.ConditionFalse || ready.Reason != operator.NodeShutdownReason {
+			return fmt.Errorf("Ready %+v, want False reason %s", ready, operator.NodeShutdownReason)
+		}
+		return nil
+	})
+	tornDown := time.Now()
+	var readyAgain []string
+	eventually(t, sim.NodeMonitorGracePeriod+sim.NodeMonitorPeriod+15*time.Second, func() error {
+		n, err := getNode("torn-node0")
+		if err != nil {
+			return err
+		}
+		ready := nodeReadyCondition(n)
+		switch {
+		case ready == nil:
+			return errors.New("no Ready condition")
+		case ready.Status == corev1.ConditionTrue:
+			readyAgain = append(readyAgain, fmt.Sprintf("%s after the teardown", time.Since(tornDown).Round(100*time.Millisecond)))
+		case ready.Status == corev1.ConditionUnknown && ready.Reason == "NodeStatusUnknown":
+			return nil
+		}
+		return fmt.Errorf("Ready %s (%s) %s after the teardown, want Unknown", ready.Status, ready.Reason, time.Since(tornDown).Round(time.Second))
+	})
+	if len(readyAgain) > 0 {
+		t.Errorf("the torn-down node was Ready again: %v", readyAgain)
+	}
+	// The teardown's own write may land just after; every renewal is 10 s apart.
+	if renewed, err := leaseRenewal(ctx, "torn-node0"); err != nil {
+		t.Error(err)
+	} else if renewed.After(tornDown.Add(2 * time.Second)) {
+		t.Errorf("Lease renewed %s after the teardown", renewed.Sub(tornDown))
+	}
 }
 
 func TestOutOfBandResize(t *testing.T) {

@@ -6,6 +6,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -310,6 +312,52 @@ func (c *Cluster) Operator() *operator.Operator { return c.operator }
 // operator, the controllers, kwok, a provider under test) can reconnect. down, if not nil,
 // runs while the apiserver is down.
 func (c *Cluster) RestartAPIServer(down func()) error { return c.cp.RestartAPIServer(down) }
+
+// NodeMonitorGracePeriod is how long the node lifecycle controller waits for a node's Lease
+// or status before marking the node Unknown; it checks every NodeMonitorPeriod.
+const (
+	NodeMonitorGracePeriod = controlplane.NodeMonitorGracePeriod
+	NodeMonitorPeriod      = controlplane.NodeMonitorPeriod
+)
+
+// StopKubelet makes the kubelet of node stop reporting, as that of a VM that died or of a
+// node cut off by a network partition: its Lease is no longer renewed and its status no
+// longer posted (its pods are left as they are), so the node lifecycle controller marks its
+// conditions Unknown, reason NodeStatusUnknown, and taints it unreachable, from
+// NodeMonitorGracePeriod − 10 s (the Lease is renewed every 10 s) to NodeMonitorGracePeriod +
+// NodeMonitorPeriod after the call. The Node object and its Lease stay. It labels the Node
+// cke.KubeletLabel=cke.KubeletStopped, as `kubectl label` can.
+//
+// Stop a kubelet that has been running a moment: kwok v0.8.0 misses a stop that lands during
+// its first write of the node's Lease, milliseconds after the node joins or StartKubelet.
+func (c *Cluster) StopKubelet(ctx context.Context, node string) error {
+	return c.labelKubelet(ctx, node, cke.KubeletStopped)
+}
+
+// StartKubelet brings the kubelet of node back after StopKubelet: it reports the node Ready
+// and renews its Lease at once, and the node lifecycle controller lifts the unreachable
+// taints at its next check. It removes cke.KubeletLabel.
+func (c *Cluster) StartKubelet(ctx context.Context, node string) error {
+	return c.labelKubelet(ctx, node, nil)
+}
+
+// labelKubelet sets cke.KubeletLabel to value, or removes it for nil.
+func (c *Cluster) labelKubelet(ctx context.Context, node string, value any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{cke.KubeletLabel: value}}})
+	if err != nil {
+		return fmt.Errorf("encoding the kubelet label patch: %w", err)
+	}
+	n := &corev1.Node{}
+	n.Name = node
+	if err := c.client.Patch(ctx, n, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		verb := "stopping"
+		if value == nil {
+			verb = "starting"
+		}
+		return fmt.Errorf("%s the kubelet of node %q: %w", verb, node, err)
+	}
+	return nil
+}
 
 // Dir is the work folder: kubeconfig, logs/, audit.log.
 func (c *Cluster) Dir() string { return c.cp.Dir() }

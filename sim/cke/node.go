@@ -31,6 +31,20 @@ const (
 	KwokManaged    = "fake"
 )
 
+// KubeletLabel set to KubeletStopped on a Node makes its kubelet stop reporting, as the
+// kubelet of a dead VM or of a node cut off by a network partition: kwok no longer renews the
+// node's Lease nor posts its status, and the node lifecycle controller marks it Unknown after
+// its grace period. Taking the label off brings the kubelet back.
+//
+// A label, not an annotation: kwok selects its nodes by annotation on its own side and drops
+// the events of a node that stops matching, so it would keep driving it; a label selector is
+// the apiserver's, whose watch turns a node leaving the selection into a deletion, on which
+// kwok cancels the node's pending status updates and stops renewing its Lease.
+const (
+	KubeletLabel   = "sim.clever-cloud.com/kubelet"
+	KubeletStopped = "stopped"
+)
+
 // NodeSpec describes a Node the way CKE registers it.
 type NodeSpec struct {
 	Name   string

@@ -1,6 +1,7 @@
 // Package controlplane runs a real Kubernetes control plane on loopback: etcd and
 // kube-apiserver (through envtest), kube-scheduler, kube-controller-manager and kwok as the
-// fake kubelet of every node annotated kwok.x-k8s.io/node=fake.
+// fake kubelet of every node annotated kwok.x-k8s.io/node=fake whose kubelet is not stopped
+// (label sim.clever-cloud.com/kubelet=stopped).
 package controlplane
 
 import (
@@ -21,10 +22,22 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/cke"
 )
 
 //go:embed kwok-stages.yaml
 var kwokStages []byte
+
+// NodeMonitorGracePeriod and NodeMonitorPeriod are the kube-controller-manager's node
+// lifecycle timings, its defaults in Kubernetes 1.37, written out because what a stopped
+// kubelet looks like depends on them: a node whose Lease and status went unrenewed for the
+// grace period is marked Unknown (reason NodeStatusUnknown) at the next check, every period.
+// Live clusters use 40–50 s.
+const (
+	NodeMonitorGracePeriod = 50 * time.Second
+	NodeMonitorPeriod      = 5 * time.Second
+)
 
 //go:embed audit-policy.yaml
 var auditPolicy []byte
@@ -167,7 +180,9 @@ type component struct {
 
 func (cp *ControlPlane) components() ([]component, error) {
 	kc := "--kubeconfig=" + cp.kubeconfig
-	kcm := []string{kc, "--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false"}
+	kcm := []string{kc, "--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
+		"--node-monitor-grace-period=" + NodeMonitorGracePeriod.String(),
+		"--node-monitor-period=" + NodeMonitorPeriod.String()}
 	// envtest leaves its service-account signing key in the apiserver's cert folder; with it
 	// the token controller can run, so pods get working ServiceAccount tokens.
 	certDir := cp.env.ControlPlane.APIServer.CertDir
@@ -191,7 +206,11 @@ func (cp *ControlPlane) components() ([]component, error) {
 		{"kube-controller-manager", kcm},
 		{"kwok", []string{kc, "--config=" + kwokCfg,
 			"--manage-all-nodes=false",
-			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+			"--manage-nodes-with-annotation-selector=" + cke.KwokAnnotation + "=" + cke.KwokManaged,
+			// A node labelled so leaves kwok: its kubelet stopped (cke.KubeletLabel says why a
+			// label). kwok skips nodes with no label at all under a label selector; every node
+			// the simulator registers has labels.
+			"--manage-nodes-with-label-selector=" + cke.KubeletLabel + "!=" + cke.KubeletStopped,
 			"--node-lease-duration-seconds=40",
 			"--cidr=10.244.0.0/16",
 			"--node-ip=10.0.0.1",

@@ -694,13 +694,20 @@ func (o *Operator) teardown(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 	return reconcile.Result{}, nil
 }
 
-// tearDownVM plays a VM's end: its kubelet stops (kwok lets the Node go and the Node turns
-// NotReady, as a kubelet shutting down reports) and the operator deletes the Node object.
+// tearDownVM plays a VM's end: the Node turns NotReady, as a kubelet shutting down reports,
+// its kubelet stops (no more status nor Lease renewals: a Node still held turns Unknown after
+// the node lifecycle controller's grace period) and the operator deletes the Node object.
 // It is idempotent, and repairs a Ready condition the fake kubelet wrote in between.
 func (o *Operator) tearDownVM(ctx context.Context, log logr.Logger, n *corev1.Node) error {
-	if _, managed := n.Annotations[cke.KwokAnnotation]; managed {
+	// Stopped through the label, which kwok acts on at once (cke.KubeletLabel): it cancels the
+	// status update it had scheduled, which would otherwise write Ready=True over the report
+	// below (20–25 s after its previous one), and stops renewing the Lease.
+	if n.Labels[cke.KubeletLabel] != cke.KubeletStopped {
 		before := n.DeepCopy()
-		delete(n.Annotations, cke.KwokAnnotation)
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[cke.KubeletLabel] = cke.KubeletStopped
 		if err := o.Patch(ctx, n, client.MergeFrom(before)); err != nil {
 			return client.IgnoreNotFound(fmt.Errorf("stopping the kubelet of node %q: %w", n.Name, err))
 		}
