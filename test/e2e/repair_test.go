@@ -12,6 +12,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
@@ -246,4 +247,50 @@ func TestNodeRepairHoldsBeyondTheUnhealthyBudget(t *testing.T) {
 	}).WithTimeout(time.Minute + repairMargin + disruptTimeout).WithPolling(time.Second).Should(Succeed())
 	s.T.Logf("%s replaced %s after %s recovered", sick.Name, time.Since(recovered).Round(time.Second), healed.Status.NodeName)
 	Expect(repairs(s, pool.Name)).To(Equal(1.0))
+}
+
+// NodeRepair on: a node whose kubelet stops reporting at all (a dead VM, a partition) turns
+// Ready=Unknown once the controller-manager's grace period passes, and is replaced once the
+// toleration has passed from then, like a NotReady one: the pods end up on the replacement and
+// the silent node's claim, NodeGroup and Node go.
+func TestNodeRepairReplacesASilentNode(t *testing.T) {
+	s := harness.NewScenario(t, env)
+	repairController(s, true)
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
+	d := s.Deployment("patient", pool.Name, 1, "250m", "256Mi")
+	s.WaitRunning(d, 1, launchTimeout)
+	old := poolClaims(s, pool.Name, 1)[0]
+
+	Expect(env.Cluster.StopKubelet(s.Ctx, old.Status.NodeName)).To(Succeed())
+	var since time.Time
+	Eventually(func(g Gomega) {
+		n := &corev1.Node{}
+		g.Expect(env.Client.Get(s.Ctx, client.ObjectKey{Name: old.Status.NodeName}, n)).To(Succeed())
+		var ready *corev1.NodeCondition
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				ready = &n.Status.Conditions[i]
+			}
+		}
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(corev1.ConditionUnknown), "Ready")
+		since = ready.LastTransitionTime.Time
+	}).WithTimeout(sim.NodeMonitorGracePeriod + sim.NodeMonitorPeriod + 30*time.Second).WithPolling(time.Second).Should(Succeed(),
+		"the controller-manager did not mark the silent node Unknown")
+	eligible := since.Add(stack.RepairToleration)
+	s.T.Logf("node %s Unknown since %s", old.Status.NodeName, since.Format(time.TimeOnly))
+
+	Eventually(func(g Gomega) {
+		claimGone(g, s, old)
+		claims, err := env.NodeClaims(s.Ctx, pool.Name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(claims).To(HaveLen(1), "NodeClaims of the pool")
+		g.Expect(claims[0].UID).NotTo(Equal(old.UID))
+		g.Expect(claims[0].CreationTimestamp.Time).NotTo(BeTemporally("<", eligible), "replacement launched before the toleration ended")
+		g.Expect(claims[0].Status.NodeName).NotTo(BeEmpty())
+		runningOn(g, s, s.Pods(d), 1, claims[0].Status.NodeName)
+	}).WithTimeout(time.Until(eligible)+repairMargin+disruptTimeout).WithPolling(time.Second).Should(Succeed())
+	s.T.Logf("silent node replaced, pod Running, %s after the toleration ended", time.Since(eligible).Round(time.Second))
+	Expect(repairs(s, pool.Name)).To(Equal(1.0), "the replacement was core's repair")
 }
