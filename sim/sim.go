@@ -69,7 +69,7 @@ type WorkerPool struct {
 	Nodes  int32
 }
 
-// LiveOptions is CKE as measured on live clusters (cke-platform.md §5, §6 rev 2): two S
+// LiveOptions is CKE as measured on live clusters: two S
 // control-plane nodes, quota 40 vCPU / 40 GB, decision ~1 s after creation, node joined at
 // 28 s, Synced drawn in 38–58 s with a 6 min 30 s outlier for 2 % of the groups, Node gone
 // 35 s after a delete, and the quota engine's quirks on (concurrent creations judged
@@ -79,8 +79,8 @@ func LiveOptions() Options {
 		ControlPlaneNodes:  2,
 		ControlPlaneFlavor: "S",
 		Operator: operator.Options{
-			QuotaCPU:              40,
-			QuotaRAMGB:            40,
+			QuotaCPU:              cke.DefaultQuotaCPU,
+			QuotaRAMGB:            cke.DefaultQuotaRAMGB,
 			DecisionDelay:         time.Second,
 			JoinDelay:             28 * time.Second,
 			SyncDelayMin:          38 * time.Second,

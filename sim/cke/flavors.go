@@ -18,6 +18,12 @@ type Flavor struct {
 	NominalGB int64
 }
 
+// CKE's default organisation quota, control-plane nodes included, until support raises it.
+const (
+	DefaultQuotaCPU   = 40
+	DefaultQuotaRAMGB = 40
+)
+
 // Facts that are the same on every flavor (measured on live nodes).
 const (
 	EphemeralStorageKi             = 40971488

@@ -17,7 +17,7 @@ const (
 )
 
 // What simulated kubelets report: current CKE clusters run Kubernetes 1.37.0 on kernel
-// 7.2.8-clevercloud-vm with containerd 2.3.5 (cke-platform.md §2 rev 2).
+// 7.2.8-clevercloud-vm with containerd 2.3.5.
 const (
 	KubeletVersion          = "v1.37.0"
 	KernelVersion           = "7.2.8-clevercloud-vm"
@@ -57,7 +57,7 @@ type NodeSpec struct {
 	Taints []corev1.Taint
 	// NeverReady leaves the node out of the fake kubelet's hands.
 	NeverReady bool
-	// Topology stamps topology.kubernetes.io/region and /zone. CKE does not (§2 rev 2: on a
+	// Topology stamps topology.kubernetes.io/region and /zone. CKE does not (on a
 	// live node they came from Karpenter's registration); the option exists for clusters
 	// that still show them.
 	Topology bool

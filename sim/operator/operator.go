@@ -1,5 +1,5 @@
 // Package operator is the simulated Clever Cloud node-group operator: a controller that
-// turns NodeGroup objects into Node objects the way CKE does (cke-platform.md §1 rev 2), with
+// turns NodeGroup objects into Node objects the way CKE does, with
 // its quota, its timeline and, on demand, its failures.
 //
 // The operator keeps what it decided about each group in memory and derives every status
@@ -53,15 +53,15 @@ const (
 	// (an operator that is down or stuck).
 	FaultNeverAccept Fault = "never-accept"
 	// FaultVanishAfterAccept deletes the group upstream VanishDelay after its acceptance,
-	// with no event: the object and its nodes disappear (§5, quota edge race).
+	// with no event: the object and its nodes disappear (a race at the quota's edge).
 	FaultVanishAfterAccept Fault = "vanish-after-accept"
 	// FaultNodeNeverReady boots the nodes but their kubelet never reports Ready.
 	FaultNodeNeverReady Fault = "node-never-ready"
 	// FaultSlowBoot makes the node join SlowBootDelay after creation instead of JoinDelay
-	// (§6: up to 185 s); Synced moves by as much.
+	// (up to 185 s live); Synced moves by as much.
 	FaultSlowBoot Fault = "slow-boot"
 	// FaultUpstreamError makes every upstream call of the group (its creation, each resize)
-	// fail for UpstreamErrorDuration before it goes through (§1, seen live on a scale-up).
+	// fail for UpstreamErrorDuration before it goes through (seen live on a scale-up).
 	FaultUpstreamError Fault = "upstream-error"
 	// FaultLateRefusal accepts the group (Creating), then at JoinDelay publishes
 	// ReconcileFailed=True reason ProvisioningFailed instead of a node; no node ever joins.
@@ -123,20 +123,20 @@ type Options struct {
 	// Faults apply to every group that has no FaultAnnotation.
 	Faults []Fault
 
-	// QuotaBatchWindow > 0 makes the quota engine judge concurrent creations together (§5):
+	// QuotaBatchWindow > 0 makes the quota engine judge concurrent creations together:
 	// a batch opens at the creation of its first member, takes every creation within the
 	// window, and is judged at max(window, DecisionDelay) after it opened; if the members'
 	// sum overflows the quota, all are refused. Each member still gets its verdict written
 	// DecisionDelay after its own creation (with window ≤ DecisionDelay, as live).
 	QuotaBatchWindow time.Duration
 	// LeakedReservationTTL > 0 makes the quota engine keep, this long, the reservation of a
-	// group deleted after a refusal or deleted while its first reconcile runs (§5).
+	// group deleted after a refusal or deleted while its first reconcile runs.
 	LeakedReservationTTL time.Duration
 	// LegacyQuotaMessage writes the 2026-06 refusal message ("Quota exceeded: RAM max: limit
 	// = 40.0 GB | actual = 48.0 GB") instead of today's empty one.
 	LegacyQuotaMessage bool
 	// StampTopologyLabels puts topology.kubernetes.io/region and /zone on nodes; today's
-	// platform does not (§2).
+	// platform does not.
 	StampTopologyLabels bool
 
 	Log logr.Logger
@@ -190,7 +190,7 @@ type groupState struct {
 	teardownAt time.Time
 	tornDown   bool
 	// firstReconcile: the group was deleted while its creation was running, so its
-	// reservation leaks (§5).
+	// reservation leaks.
 	deletedDuringFirstReconcile bool
 }
 
@@ -223,10 +223,10 @@ func New(c client.Client, opts Options) *Operator {
 
 func withDefaults(o Options) Options {
 	if o.QuotaCPU == 0 {
-		o.QuotaCPU = 40
+		o.QuotaCPU = cke.DefaultQuotaCPU
 	}
 	if o.QuotaRAMGB == 0 {
-		o.QuotaRAMGB = 40
+		o.QuotaRAMGB = cke.DefaultQuotaRAMGB
 	}
 	if o.SyncDelayMax < o.SyncDelayMin {
 		o.SyncDelayMax = o.SyncDelayMin
@@ -591,7 +591,7 @@ func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 	return live, nil
 }
 
-// status writes what the operator has decided so far into s (cke-platform.md §1 rev 2).
+// status writes what the operator has decided so far into s.
 func (o *Operator) status(s *ngv1.NodeGroupStatus, g *ngv1.NodeGroup, st *groupState, live int32, now time.Time) {
 	if st.refused {
 		// The refusal is the whole write: no Creating, no ReconcileInProgress before it. A
@@ -843,7 +843,7 @@ func drawSyncDelay(opts Options, name string) time.Duration {
 }
 
 // release gives a group's reservation back to the quota engine when its VMs are gone, or
-// leaks it (§5): after a refusal, or when the group was deleted during its first reconcile.
+// leaks it: after a refusal, or when the group was deleted during its first reconcile.
 func (o *Operator) release(name string, st *groupState, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
