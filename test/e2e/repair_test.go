@@ -276,7 +276,7 @@ func TestNodeRepairReplacesASilentNode(t *testing.T) {
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(corev1.ConditionUnknown), "Ready")
 		since = ready.LastTransitionTime.Time
-	}).WithTimeout(sim.NodeMonitorGracePeriod + sim.NodeMonitorPeriod + 30*time.Second).WithPolling(time.Second).Should(Succeed(),
+	}).WithTimeout(sim.NodeMonitorGracePeriod+sim.NodeMonitorPeriod+30*time.Second).WithPolling(time.Second).Should(Succeed(),
 		"the controller-manager did not mark the silent node Unknown")
 	eligible := since.Add(stack.RepairToleration)
 	s.T.Logf("node %s Unknown since %s", old.Status.NodeName, since.Format(time.TimeOnly))
@@ -290,7 +290,7 @@ func TestNodeRepairReplacesASilentNode(t *testing.T) {
 		g.Expect(claims[0].CreationTimestamp.Time).NotTo(BeTemporally("<", eligible), "replacement launched before the toleration ended")
 		g.Expect(claims[0].Status.NodeName).NotTo(BeEmpty())
 		runningOn(g, s, s.Pods(d), 1, claims[0].Status.NodeName)
-	}).WithTimeout(time.Until(eligible)+repairMargin+disruptTimeout).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(time.Until(eligible) + repairMargin + disruptTimeout).WithPolling(time.Second).Should(Succeed())
 	s.T.Logf("silent node replaced, pod Running, %s after the toleration ended", time.Since(eligible).Round(time.Second))
 	Expect(repairs(s, pool.Name)).To(Equal(1.0), "the replacement was core's repair")
 }
