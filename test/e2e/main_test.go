@@ -46,6 +46,10 @@ func run(m *testing.M) int {
 	}
 	fmt.Fprintf(os.Stderr, "e2e: simulated CKE, bundle and controller up in %s (work dir %s)\n", time.Since(start).Round(100*time.Millisecond), dir)
 	code := m.Run()
+	if err := checkRBAC(env.Cluster.AuditLogPath()); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: FAIL: RBAC:", err)
+		code = 1
+	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: stopping:", err)
 		code = 1
