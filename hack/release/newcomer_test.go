@@ -3,9 +3,6 @@ package release_test
 import (
 	"bufio"
 	"bytes"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -35,13 +31,8 @@ func TestNewcomerDevLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds ko and the controller for two platforms")
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
+	root := repoRoot(t)
+	host := loopbackRegistry(t)
 	reg, err := name.NewRegistry(host)
 	if err != nil {
 		t.Fatal(err)

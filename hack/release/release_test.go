@@ -37,17 +37,31 @@ import (
 
 const version = "v1.2.3-rc.1"
 
-func TestRelease(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds ko and the controller for two platforms")
-	}
+// repoRoot is the repository's root, which the release script and the Makefile run from.
+func repoRoot(t *testing.T) string {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root
+}
+
+// loopbackRegistry serves an empty, in-memory OCI registry until the test ends and returns its
+// host:port.
+func loopbackRegistry(t *testing.T) string {
+	t.Helper()
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func TestRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds ko and the controller for two platforms")
+	}
+	root := repoRoot(t)
+	host := loopbackRegistry(t)
 	// Both releases use one base reference: its text is part of the image.
 	base := host + "/base"
 
@@ -488,10 +502,7 @@ func ctx(t *testing.T) context.Context {
 // The original README's `make image IMAGE=… TAG=…` must reach release.sh as KO_DOCKER_REPO and
 // VERSION (a dry run: the real build is TestRelease's).
 func TestMakeImageTakesTheOriginalSpelling(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	cmd := exec.Command("make", "-n", "image", "IMAGE=registry.example.com/karpenter-clevercloud", "TAG=v0.12.0")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
