@@ -41,7 +41,8 @@ run: build ## Run the controller against the current kubeconfig, leader election
 ##@ Generation
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, CRDs, schemas, the embedded catalogue and out/.
+generate: ## Regenerate the CRD's owned-label rule, deepcopy, CRDs, schemas, the embedded catalogue and out/.
+	go run ./hack/celmarker
 	$(TOOLS) controller-gen object paths=./controller/apis/...
 	$(TOOLS) controller-gen crd paths=./controller/apis/v1alpha1/... output:crd:artifacts:config=controller/apis/crds
 	./hack/generate-bundle.sh
