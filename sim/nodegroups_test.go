@@ -25,7 +25,7 @@ import (
 
 const reservedPrefixMessage = "Label keys with reserved prefixes (kubernetes.io/, node.kubernetes.io/, clever-cloud.com/) are not allowed"
 
-// The served CRD is the platform's, field by field (cke-platform.md §1 rev 2).
+// The served CRD is the platform's, field by field.
 func TestCRDIsThePlatforms(t *testing.T) {
 	ctx := context.Background()
 	invalid := map[string]struct {
