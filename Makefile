@@ -63,7 +63,7 @@ sim-bin: ## Build the simulated CKE's pinned Kubernetes binaries (cached by pin)
 test: sim-bin build ## Run every test: unit, integration on a real apiserver, simulator, e2e, brief fuzzing.
 	go build ./...
 	go vet ./...
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 30m ./...
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 60m ./...
 	$(MAKE) fuzz FUZZTIME=10s
 
 FUZZTIME ?= 2m
@@ -76,7 +76,7 @@ fuzz: ## Fuzz the price-API decoders, the quota-message parser and the label rul
 
 .PHONY: e2e
 e2e: sim-bin build ## Run the end-to-end suite only (the shipped bundle and binary on the simulated CKE).
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 30m -v ./test/e2e/
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 60m -v ./test/e2e/
 
 .PHONY: conformance
 conformance: sim-bin build ## Run Karpenter core's own e2e suites on the simulated CKE (~40 min); writes docs/conformance/ (CONFORMANCE_FULL=1: long timers too; CONFORMANCE_PARALLEL=1: suites side by side).
