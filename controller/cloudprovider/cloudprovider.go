@@ -286,11 +286,11 @@ func (c *CloudProvider) Delete(ctx context.Context, claim *karpv1.NodeClaim) err
 	if group.DeletionTimestamp != nil {
 		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("nodegroup %q is already terminating", name))
 	}
-	if owner := nodegroup.OwnerClaim(group); !nodegroup.IsManaged(group) || owner == nil || (claim.UID != "" && owner.UID != claim.UID) {
-		// Never delete what this claim does not provably own; from the claim's point of view
-		// its instance is gone.
-		c.recorder.Publish(deleteRefused(claim, name))
-		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("refusing to delete nodegroup %q: not owned by nodeclaim %q", name, claim.Name))
+	if err := nodegroup.OwnedBy(group, claim); err != nil {
+		// Never delete what this claim does not provably own (a copy of its group under
+		// another name names it too); from the claim's point of view its instance is gone.
+		c.recorder.Publish(deleteRefused(claim, name, err))
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("refusing to delete nodegroup %q for nodeclaim %q: %w", name, claim.Name, err))
 	}
 	if err := c.groups.Delete(ctx, group); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {

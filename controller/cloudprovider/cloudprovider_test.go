@@ -374,3 +374,52 @@ func TestAQuotaRejectionTeachesTheLimit(t *testing.T) {
 	g.Expect(known).To(BeTrue())
 	g.Expect(h.GB).To(Equal(int64(12)))
 }
+
+// A claim whose provider ID names a hand-copied group (renamed; the labels and the claim UID
+// annotation came along) does not own it: the copy is not named after the claim. Delete
+// refuses it, says so, and still deletes the claim's own group.
+func TestDeleteRefusesAGroupNotNamedForTheClaim(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	ctx := context.Background()
+	nc := f.newClaim(g, "1", "1Gi")
+	original := nodegroup.Build(nc, f.class, "S")
+	g.Expect(env.Client.Create(ctx, original)).To(Succeed())
+	copied := original.DeepCopy()
+	copied.ObjectMeta = metav1.ObjectMeta{Name: original.Name + "-copy", Labels: original.Labels, Annotations: original.Annotations}
+	g.Expect(env.Client.Create(ctx, copied)).To(Succeed())
+
+	pointed := nc.DeepCopy()
+	pointed.Status.ProviderID = nodegroup.ProviderID(copied.Name)
+	err := f.provider.Delete(ctx, pointed)
+	g.Expect(cloudprovider.IsNodeClaimNotFoundError(err)).To(BeTrue(), "got %v", err)
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(copied), copied)).To(Succeed())
+	g.Expect(copied.DeletionTimestamp).To(BeNil(), "the copy survives")
+	g.Expect(drainEvents(f.events)).To(ContainElement(SatisfyAll(
+		ContainSubstring(provider.ReasonDeleteRefused), ContainSubstring(copied.Name), ContainSubstring(nodegroup.ReasonNotNamedForItsClaim))))
+
+	// Nor does a refusal on the copy, handed over as if it were the claim's launch, delete it
+	// or count as the claim's refusal. (Its event is the one above, deduplicated.)
+	verdict(g, copied, ngv1.PhaseQuotaExceeded, quotaExceeded(""))
+	refusals := func() float64 {
+		n := 0.0
+		for _, resource := range []string{"unknown", "RAM", "CPU"} {
+			n += counterValue(provider.QuotaRejections.WithLabelValues("S", resource))
+		}
+		return n
+	}
+	before := refusals()
+	f.provider.RecordRefusal(ctx, nc, copied, nodegroup.Judge(copied))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(copied), copied)).To(Succeed())
+	g.Expect(copied.DeletionTimestamp).To(BeNil(), "the copy survives")
+	g.Expect(refusals()).To(Equal(before))
+
+	nc.Status.ProviderID = nodegroup.ProviderID(original.Name)
+	g.Expect(f.provider.Delete(ctx, nc)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(original), &ngv1.NodeGroup{}))
+	}).WithTimeout(10 * time.Second).Should(BeTrue())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(copied), copied)).To(Succeed())
+	g.Expect(copied.DeletionTimestamp).To(BeNil())
+	g.Expect(env.Client.Delete(ctx, copied)).To(Succeed())
+}

@@ -9,6 +9,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/events"
 
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
@@ -105,13 +106,13 @@ func acceptanceTimedOut(claim *karpv1.NodeClaim, group string, timeout time.Dura
 	}
 }
 
-func deleteRefused(claim *karpv1.NodeClaim, group string) events.Event {
+func deleteRefused(claim *karpv1.NodeClaim, group string, why error) events.Event {
 	return events.Event{
 		InvolvedObject: claim,
 		Type:           corev1.EventTypeWarning,
 		Reason:         ReasonDeleteRefused,
-		Message:        fmt.Sprintf("Refusing to delete NodeGroup %s: it does not name this NodeClaim's UID", group),
-		DedupeValues:   []string{string(claim.UID)},
+		Message:        fmt.Sprintf("Refusing to delete NodeGroup %s: it is not proven to be this NodeClaim's (%s: %v)", group, nodegroup.NotOwnedReason(why), why),
+		DedupeValues:   []string{string(claim.UID), group},
 	}
 }
 

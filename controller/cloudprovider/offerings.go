@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -265,10 +264,7 @@ func (c *CloudProvider) quotaRejected(ctx context.Context, claim *karpv1.NodeCla
 	c.recorder.Publish(quotaExceeded(claim, group.Name, it.Name, what))
 	log.FromContext(ctx).Info("organisation quota refused the nodegroup, deleting it", "message", message,
 		"resource", resource, "point", inferred.Point.String(), "limit", inferred.Limit.String())
-	if err := c.groups.Delete(ctx, group); err != nil && !apierrors.IsNotFound(err) {
-		// The garbage collector reaps it later: it is owned by a NodeClaim that is going away.
-		log.FromContext(ctx).Error(err, "deleting rejected nodegroup")
-	}
+	c.deleteRefusedGroup(ctx, claim, group)
 	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q: Quota exceeded (flavor %s): %s", group.Name, it.Name, what))
 }
 

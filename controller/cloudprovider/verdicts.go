@@ -31,10 +31,17 @@ func launchOutcome(o nodegroup.Outcome) string {
 // RecordRefusal records a refusal the operator published after Create returned, as Create
 // would have recorded it had it seen it: the quota memory, the flavors offered as
 // unavailable, the event on the claim and the metrics. It deletes the group (UID
-// precondition). The launch follower calls it once it has deleted the launch's NodeClaim.
+// precondition). The launch follower calls it once it has deleted the launch's NodeClaim. A
+// group not shaped for the claim (nodegroup.OwnedBy) was not its launch: nothing is
+// recorded, nothing deleted.
 func (c *CloudProvider) RecordRefusal(ctx context.Context, claim *karpv1.NodeClaim, group *ngv1.NodeGroup, verdict nodegroup.Verdict) {
 	it := c.instanceType(group.Spec.Flavor)
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodegroup", group.Name, "flavor", it.Name))
+	if err := nodegroup.OwnedBy(group, claim); err != nil {
+		c.recorder.Publish(deleteRefused(claim, group.Name, err))
+		log.FromContext(ctx).Info("not recording a refusal on a nodegroup not proven to be this claim's launch", "why", err.Error())
+		return
+	}
 	var err error
 	switch verdict.Outcome {
 	case nodegroup.QuotaExceeded:
@@ -63,11 +70,23 @@ func (c *CloudProvider) refused(ctx context.Context, claim *karpv1.NodeClaim, gr
 	c.recorder.Publish(nodeGroupRefused(claim, group.Name, it.Name, verdict.Reason, verdict.Message))
 	log.FromContext(ctx).Info("the node-group operator refused the nodegroup for a reason the provider does not know, deleting it",
 		"reason", verdict.Reason, "message", verdict.Message)
+	c.deleteRefusedGroup(ctx, claim, group)
+	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q refused (%s): %s", group.Name, verdict.Reason, verdict.Message))
+}
+
+// deleteRefusedGroup deletes a group the platform refused, with Delete's proof: the group is
+// shaped for the claim whose launch it was (nodegroup.OwnedBy), and the delete is conditional
+// on its UID.
+func (c *CloudProvider) deleteRefusedGroup(ctx context.Context, claim *karpv1.NodeClaim, group *ngv1.NodeGroup) {
+	if err := nodegroup.OwnedBy(group, claim); err != nil {
+		c.recorder.Publish(deleteRefused(claim, group.Name, err))
+		log.FromContext(ctx).Info("not deleting a refused nodegroup not proven to be this claim's launch", "why", err.Error())
+		return
+	}
 	if err := c.groups.Delete(ctx, group); err != nil && !apierrors.IsNotFound(err) {
 		// The garbage collector reaps it later: it is owned by a NodeClaim that is going away.
 		log.FromContext(ctx).Error(err, "deleting refused nodegroup")
 	}
-	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q refused (%s): %s", group.Name, verdict.Reason, verdict.Message))
 }
 
 // flavorUnsupported handles the apiserver refusing the flavor (the served CRD's enum, HTTP

@@ -37,7 +37,7 @@ func GroupName(providerID string) string {
 
 // IsManaged says whether a NodeGroup carries the provider's labels. It is enough for reads;
 // anything destructive, or that makes Karpenter adopt a node, must also prove ownership
-// (OwnerClaim, ConfirmOwner).
+// (ClaimOf, then OwnedBy, ConfirmOwner or ConfirmOrphan).
 func IsManaged(g *ngv1.NodeGroup) bool {
 	return g.Labels[v1alpha1.LabelNodeClaim] != ""
 }
@@ -51,7 +51,8 @@ type Owner struct {
 // OwnerClaim returns the NodeClaim a group claims to be launched for, or nil: the claim UID
 // annotation with the group's nodeclaim label, or else an owner reference to a NodeClaim (how
 // the upstream provider and this provider's earlier versions recorded it; MigrateOwner moves
-// such groups to the annotation). It is a claim, not a proof: ConfirmOwner proves it.
+// such groups to the annotation). It is a claim, not a proof: ClaimOf and the confirmations
+// built on it prove it.
 func OwnerClaim(g *ngv1.NodeGroup) *Owner {
 	if uid := g.Annotations[v1alpha1.AnnotationNodeClaimUID]; uid != "" {
 		return &Owner{Name: g.Labels[v1alpha1.LabelNodeClaim], UID: types.UID(uid)}
@@ -77,30 +78,152 @@ func LegacyOwnerReference(g *ngv1.NodeGroup) *metav1.OwnerReference {
 // ErrNotOwned means a NodeGroup is not proven to be launched for a live NodeClaim.
 var ErrNotOwned = errors.New("nodegroup is not owned by a live NodeClaim")
 
-// ConfirmOwner proves that a group was launched for Karpenter before anything acts on it as
-// such: it names a NodeClaim by UID (OwnerClaim), it is named and labelled after that claim
-// (Build's shape: a hand-copied manifest cannot reuse the name, so copying the UID too is not
-// enough), and an uncached read through api finds that NodeClaim with that UID (a cache may
-// still hold a claim that is gone, or miss one just created). It returns the claim, an error
-// wrapping ErrNotOwned that says why the proof fails, or another error when the read itself
-// failed.
-func ConfirmOwner(ctx context.Context, api client.Reader, g *ngv1.NodeGroup) (*karpv1.NodeClaim, error) {
+// ErrNotOrphaned means a NodeGroup is not proven to have lost its NodeClaim: the claim lives,
+// or the group changed, went or is going since it was read.
+var ErrNotOrphaned = errors.New("nodegroup is not proven orphaned")
+
+// Why a group is not proven owned, as events and metrics name it. Part of the product's
+// interface: do not rename.
+const (
+	// ReasonNoOwnerClaim: the group names no NodeClaim UID.
+	ReasonNoOwnerClaim = "NoOwnerClaim"
+	// ReasonNotNamedForItsClaim: the group names a claim but is not named and labelled after
+	// it, as a hand-copied, renamed manifest is.
+	ReasonNotNamedForItsClaim = "NotNamedForItsClaim"
+	// ReasonNotThisClaim: the group is shaped for another NodeClaim than the one acting on it.
+	ReasonNotThisClaim = "NotThisClaim"
+	// ReasonOwnerGone: no NodeClaim of that name and UID exists.
+	ReasonOwnerGone = "OwnerGone"
+)
+
+// NotOwnedError says why a group is not proven owned. It is ErrNotOwned for errors.Is.
+type NotOwnedError struct {
+	Reason string
+	err    error
+}
+
+func (e *NotOwnedError) Error() string { return e.err.Error() }
+
+func (e *NotOwnedError) Unwrap() error { return e.err }
+
+func notOwned(reason, format string, args ...any) error {
+	return &NotOwnedError{Reason: reason, err: fmt.Errorf("%w: %s", ErrNotOwned, fmt.Sprintf(format, args...))}
+}
+
+// NotOwnedReason is the reason of an error from ClaimOf, OwnedBy, ConfirmOwner or
+// ConfirmOrphan that proves a group is not owned, or "".
+func NotOwnedReason(err error) string {
+	var e *NotOwnedError
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ""
+}
+
+// ClaimOf is the half of the ownership proof that needs no read, and the one every path that
+// deletes a group or adopts its node starts with: the group names a NodeClaim by UID
+// (OwnerClaim), and is named and labelled after that claim, as Build makes it. A manifest
+// copied by hand keeps the labels and the annotation but cannot keep the name while the
+// original exists (NodeGroups are cluster-scoped, names unique), so the copy names a claim
+// that is not its own. It returns the claim, or a NotOwnedError.
+func ClaimOf(g *ngv1.NodeGroup) (*Owner, error) {
 	owner := OwnerClaim(g)
 	switch {
 	case owner == nil:
-		return nil, fmt.Errorf("%w: no NodeClaim UID (annotation %s)", ErrNotOwned, v1alpha1.AnnotationNodeClaimUID)
+		return nil, notOwned(ReasonNoOwnerClaim, "no NodeClaim UID (annotation %s)", v1alpha1.AnnotationNodeClaimUID)
 	case owner.Name != g.Name || g.Labels[v1alpha1.LabelNodeClaim] != g.Name:
-		return nil, fmt.Errorf("%w: owner NodeClaim %q and label %s=%q do not both name the group", ErrNotOwned, owner.Name, v1alpha1.LabelNodeClaim, g.Labels[v1alpha1.LabelNodeClaim])
+		return nil, notOwned(ReasonNotNamedForItsClaim, "owner NodeClaim %q and label %s=%q do not both name the group", owner.Name, v1alpha1.LabelNodeClaim, g.Labels[v1alpha1.LabelNodeClaim])
 	}
+	return owner, nil
+}
+
+// OwnedBy proves, from a claim the caller holds (one Karpenter passed in, read live), that
+// the group was launched for it: ClaimOf, naming that claim's name and UID.
+func OwnedBy(g *ngv1.NodeGroup, claim *karpv1.NodeClaim) error {
+	owner, err := ClaimOf(g)
+	if err != nil {
+		return err
+	}
+	if owner.Name != claim.Name || owner.UID != claim.UID {
+		return notOwned(ReasonNotThisClaim, "the group names NodeClaim %q (UID %s), not %q (UID %s)", owner.Name, owner.UID, claim.Name, claim.UID)
+	}
+	return nil
+}
+
+// ConfirmOwner proves that a group was launched for Karpenter before anything acts on it as
+// such: ClaimOf, then an uncached read through api finds that NodeClaim with that UID (a
+// cache may still hold a claim that is gone, or miss one just created). It returns the
+// claim, a NotOwnedError (ErrNotOwned) that says why the proof fails, or another error when
+// the read itself failed.
+func ConfirmOwner(ctx context.Context, api client.Reader, g *ngv1.NodeGroup) (*karpv1.NodeClaim, error) {
+	owner, err := ClaimOf(g)
+	if err != nil {
+		return nil, err
+	}
+	claim, err := readClaim(ctx, api, g, owner)
+	if err != nil {
+		return nil, err
+	}
+	if claim == nil {
+		return nil, notOwned(ReasonOwnerGone, "owner NodeClaim %q is gone", owner.Name)
+	}
+	if claim.UID != owner.UID {
+		return nil, notOwned(ReasonOwnerGone, "NodeClaim %q has UID %s, the group names UID %s", owner.Name, claim.UID, owner.UID)
+	}
+	return claim, nil
+}
+
+// ConfirmOrphan proves, before garbage collection deletes a group, that it was launched for a
+// NodeClaim that is gone: ClaimOf on the group as listed; an uncached re-read that finds the
+// same object (UID), not terminating, still naming the same claim (a cached list may hold a
+// group since deleted, replaced under its name, or re-annotated); and an uncached read that
+// finds no NodeClaim of that name with that UID. It returns the re-read group, to be deleted
+// with its UID and resourceVersion as preconditions so that nothing that changes it after
+// the proof is deleted; or a NotOwnedError (refuse, loudly), an error wrapping ErrNotOrphaned
+// (nothing to do), or another error when a read failed.
+func ConfirmOrphan(ctx context.Context, api client.Reader, listed *ngv1.NodeGroup) (*ngv1.NodeGroup, *Owner, error) {
+	owner, err := ClaimOf(listed)
+	if err != nil {
+		return nil, nil, err
+	}
+	fresh := &ngv1.NodeGroup{}
+	if err := api.Get(ctx, client.ObjectKeyFromObject(listed), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("%w: nodegroup %q is gone", ErrNotOrphaned, listed.Name)
+		}
+		return nil, nil, fmt.Errorf("re-reading nodegroup %q: %w", listed.Name, err)
+	}
+	if fresh.UID != listed.UID {
+		return nil, nil, fmt.Errorf("%w: nodegroup %q was replaced (UID %s, listed %s)", ErrNotOrphaned, listed.Name, fresh.UID, listed.UID)
+	}
+	if fresh.DeletionTimestamp != nil {
+		return nil, nil, fmt.Errorf("%w: nodegroup %q is terminating", ErrNotOrphaned, listed.Name)
+	}
+	now, err := ClaimOf(fresh)
+	if err != nil {
+		return nil, nil, err
+	}
+	if *now != *owner {
+		return nil, nil, fmt.Errorf("%w: nodegroup %q now names NodeClaim %q (UID %s), listed with %q (UID %s)", ErrNotOrphaned, listed.Name, now.Name, now.UID, owner.Name, owner.UID)
+	}
+	claim, err := readClaim(ctx, api, fresh, owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	if claim != nil && claim.UID == owner.UID {
+		return nil, nil, fmt.Errorf("%w: owner NodeClaim %q is alive", ErrNotOrphaned, owner.Name)
+	}
+	return fresh, owner, nil
+}
+
+// readClaim reads the claim a group names, uncached; nil when there is none of that name.
+func readClaim(ctx context.Context, api client.Reader, g *ngv1.NodeGroup, owner *Owner) (*karpv1.NodeClaim, error) {
 	claim := &karpv1.NodeClaim{}
 	if err := api.Get(ctx, client.ObjectKey{Name: owner.Name}, claim); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: owner NodeClaim %q is gone", ErrNotOwned, owner.Name)
+			return nil, nil
 		}
 		return nil, fmt.Errorf("reading owner nodeclaim %q of nodegroup %q: %w", owner.Name, g.Name, err)
-	}
-	if claim.UID != owner.UID {
-		return nil, fmt.Errorf("%w: NodeClaim %q has UID %s, the group names UID %s", ErrNotOwned, owner.Name, claim.UID, owner.UID)
 	}
 	return claim, nil
 }

@@ -620,3 +620,183 @@ func TestConfirmOwner(t *testing.T) {
 	g.Expect(errors.Is(err, ErrNotOwned)).To(BeFalse())
 	g.Expect(err.Error()).To(ContainSubstring("connection refused"))
 }
+
+func TestClaimOfAndOwnedBy(t *testing.T) {
+	claim := testClaim()
+	built := Build(claim, testClass(), "M")
+	legacy := built.DeepCopy()
+	delete(legacy.Annotations, v1alpha1.AnnotationNodeClaimUID)
+	legacy.OwnerReferences = []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: claim.Name, UID: claim.UID}}
+	// What `kubectl get -o yaml`, a rename and `kubectl create` make of a group: labels and
+	// annotations come along, the claim UID included.
+	renamed := built.DeepCopy()
+	renamed.Name = "default-abcde-copy"
+	relabelled := built.DeepCopy()
+	relabelled.Labels[v1alpha1.LabelNodeClaim] = "other"
+	bare := built.DeepCopy()
+	delete(bare.Annotations, v1alpha1.AnnotationNodeClaimUID)
+	other := testClaim()
+	other.UID = "another-uid"
+	for _, tc := range []struct {
+		name   string
+		group  *ngv1.NodeGroup
+		owner  *Owner
+		reason string // of ClaimOf
+		ofThis string // OwnedBy's reason for claim when ClaimOf holds
+	}{
+		{"built", built, &Owner{Name: claim.Name, UID: claim.UID}, "", ""},
+		{"legacy owner reference", legacy, &Owner{Name: claim.Name, UID: claim.UID}, "", ""},
+		{"renamed copy", renamed, nil, ReasonNotNamedForItsClaim, ""},
+		{"label names another claim", relabelled, nil, ReasonNotNamedForItsClaim, ""},
+		{"no claim UID", bare, nil, ReasonNoOwnerClaim, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			owner, err := ClaimOf(tc.group)
+			g.Expect(owner).To(Equal(tc.owner))
+			g.Expect(NotOwnedReason(err)).To(Equal(tc.reason))
+			if tc.reason != "" {
+				g.Expect(err).To(MatchError(ErrNotOwned))
+				g.Expect(OwnedBy(tc.group, claim)).To(MatchError(ErrNotOwned), "no claim owns what is not shaped for it")
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(OwnedBy(tc.group, claim)).To(Succeed())
+			err = OwnedBy(tc.group, other)
+			g.Expect(err).To(MatchError(ErrNotOwned), "a claim of the same name and another UID")
+			g.Expect(NotOwnedReason(err)).To(Equal(ReasonNotThisClaim))
+		})
+	}
+	g := NewWithT(t)
+	g.Expect(NotOwnedReason(errors.New("connection refused"))).To(BeEmpty())
+	g.Expect(NotOwnedReason(fmt.Errorf("wrapped: %w", mustErr(ClaimOf(renamed))))).To(Equal(ReasonNotNamedForItsClaim))
+}
+
+func mustErr(_ *Owner, err error) error { return err }
+
+// apiReader is an uncached reader holding at most one NodeGroup and one NodeClaim, counting
+// reads, or failing every read.
+type apiReader struct {
+	group *ngv1.NodeGroup
+	claim *karpv1.NodeClaim
+	err   error
+	gets  int
+}
+
+func (r *apiReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	r.gets++
+	if r.err != nil {
+		return r.err
+	}
+	switch o := obj.(type) {
+	case *ngv1.NodeGroup:
+		if r.group != nil && r.group.Name == key.Name {
+			r.group.DeepCopyInto(o)
+			return nil
+		}
+		return apierrors.NewNotFound(schema.GroupResource{Group: "api.clever-cloud.com", Resource: "nodegroups"}, key.Name)
+	case *karpv1.NodeClaim:
+		if r.claim != nil && r.claim.Name == key.Name {
+			r.claim.DeepCopyInto(o)
+			return nil
+		}
+		return apierrors.NewNotFound(schema.GroupResource{Group: "karpenter.sh", Resource: "nodeclaims"}, key.Name)
+	}
+	return fmt.Errorf("unexpected %T", obj)
+}
+
+func (r *apiReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("not used")
+}
+
+func TestConfirmOrphan(t *testing.T) {
+	ctx := context.Background()
+	claim := testClaim()
+	listed := Build(claim, testClass(), "M")
+	listed.UID, listed.ResourceVersion = "group-uid", "7"
+	// The group as the apiserver holds it now, if it differs from the listed one.
+	withFresh := func(change func(*ngv1.NodeGroup)) *ngv1.NodeGroup {
+		fresh := listed.DeepCopy()
+		fresh.ResourceVersion = "8"
+		change(fresh)
+		return fresh
+	}
+	recreated := testClaim()
+	recreated.UID = "another-uid"
+	for _, tc := range []struct {
+		name     string
+		listed   func() *ngv1.NodeGroup
+		reader   *apiReader
+		orphaned bool
+		notOwned string // the NotOwnedError reason, when the proof refuses the group
+		why      string
+	}{
+		{"claim gone", listed.DeepCopy, &apiReader{group: withFresh(func(*ngv1.NodeGroup) {})}, true, "", ""},
+		{"claim recreated under the same name", listed.DeepCopy, &apiReader{group: listed, claim: recreated}, true, "", ""},
+		{"claim alive: the cache lagged", listed.DeepCopy, &apiReader{group: listed, claim: claim}, false, "", "is alive"},
+		{"renamed copy", func() *ngv1.NodeGroup {
+			copied := listed.DeepCopy()
+			copied.Name = "default-abcde-copy"
+			return copied
+		}, &apiReader{}, false, ReasonNotNamedForItsClaim, "do not both name the group"},
+		{"no claim UID", func() *ngv1.NodeGroup {
+			bare := listed.DeepCopy()
+			delete(bare.Annotations, v1alpha1.AnnotationNodeClaimUID)
+			return bare
+		}, &apiReader{}, false, ReasonNoOwnerClaim, "no NodeClaim UID"},
+		{"group gone since listed", listed.DeepCopy, &apiReader{}, false, "", "is gone"},
+		{"group replaced under its name", listed.DeepCopy, &apiReader{group: withFresh(func(g *ngv1.NodeGroup) { g.UID = "new-group" })}, false, "", "was replaced"},
+		{"group terminating", listed.DeepCopy, &apiReader{group: withFresh(func(g *ngv1.NodeGroup) { g.DeletionTimestamp = &metav1.Time{} })}, false, "", "is terminating"},
+		{"group now names another claim", listed.DeepCopy, &apiReader{group: withFresh(func(g *ngv1.NodeGroup) {
+			g.Annotations[v1alpha1.AnnotationNodeClaimUID] = "another-uid"
+		})}, false, "", "now names"},
+		{"group stripped of its claim since listed", listed.DeepCopy, &apiReader{group: withFresh(func(g *ngv1.NodeGroup) {
+			delete(g.Annotations, v1alpha1.AnnotationNodeClaimUID)
+		})}, false, ReasonNoOwnerClaim, "no NodeClaim UID"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			fresh, owner, err := ConfirmOrphan(ctx, tc.reader, tc.listed())
+			if tc.orphaned {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(owner).To(Equal(&Owner{Name: claim.Name, UID: claim.UID}))
+				g.Expect(fresh).To(Equal(tc.reader.group), "the re-read group, whose UID and resourceVersion the delete is conditional on")
+				g.Expect(tc.reader.gets).To(Equal(2), "the group and the claim, both read, not assumed")
+				return
+			}
+			g.Expect(fresh).To(BeNil())
+			g.Expect(owner).To(BeNil())
+			g.Expect(err.Error()).To(ContainSubstring(tc.why))
+			if tc.notOwned != "" {
+				g.Expect(err).To(MatchError(ErrNotOwned))
+				g.Expect(NotOwnedReason(err)).To(Equal(tc.notOwned))
+				return
+			}
+			g.Expect(err).To(MatchError(ErrNotOrphaned))
+			g.Expect(errors.Is(err, ErrNotOwned)).To(BeFalse(), "nothing to refuse: the group is ours or gone")
+		})
+	}
+
+	// A failed read is not a verdict either way.
+	for name, reader := range map[string]client.Reader{
+		"group read": &apiReader{err: errors.New("connection refused")},
+		"claim read": &failClaims{apiReader: &apiReader{group: listed}},
+	} {
+		t.Run(name+" fails", func(t *testing.T) {
+			g := NewWithT(t)
+			_, _, err := ConfirmOrphan(ctx, reader, listed.DeepCopy())
+			g.Expect(err).To(MatchError(ContainSubstring("connection refused")))
+			g.Expect(errors.Is(err, ErrNotOwned) || errors.Is(err, ErrNotOrphaned)).To(BeFalse())
+		})
+	}
+}
+
+// failClaims fails claim reads only.
+type failClaims struct{ *apiReader }
+
+func (r *failClaims) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*karpv1.NodeClaim); ok {
+		return errors.New("connection refused")
+	}
+	return r.apiReader.Get(ctx, key, obj, opts...)
+}

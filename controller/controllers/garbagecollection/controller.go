@@ -1,7 +1,9 @@
 // Package garbagecollection reconciles NodeGroups against NodeClaims:
-//   - reaps managed groups whose owner NodeClaim an uncached read confirms gone;
-//   - refuses, loudly, groups that carry our labels but name no NodeClaim UID (a hand-copied
-//     manifest must never be deleted by us);
+//   - reaps managed groups whose owner NodeClaim is gone, with nodegroup.ConfirmOrphan's proof
+//     (the group named and labelled after the claim it names, both re-read uncached);
+//   - refuses, loudly, groups that carry our labels but are not proven ours: no NodeClaim UID,
+//     or not named after the claim they name (a hand-copied, renamed manifest keeps the labels
+//     and the annotations; it must never be deleted by us);
 //   - moves groups that record their claim in an owner reference (the upstream provider's and
 //     our earlier versions' way) to the claim UID annotation, so that a claim deleted with
 //     foreground propagation does not take its VM down before the drain;
@@ -20,11 +22,11 @@ package garbagecollection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -109,13 +111,16 @@ func (c *Controller) kick() {
 	}
 }
 
-// kickIfNeedsReport kicks for a group that looks managed but has no owner claim, or was
-// resized: the user should hear about it now, not a period later; and for a group whose claim
-// is still an owner reference, which is at risk until it is migrated.
+// kickIfNeedsReport kicks for a group that looks managed but is not shaped for its claim (no
+// claim UID, or a copy under another name), or was resized: the user should hear about it
+// now, not a period later; and for a group whose claim is still an owner reference, which is
+// at risk until it is migrated.
 func (c *Controller) kickIfNeedsReport(obj any) {
 	g, ok := obj.(*ngv1.NodeGroup)
-	if ok && nodegroup.IsManaged(g) && g.DeletionTimestamp == nil &&
-		(nodegroup.OwnerClaim(g) == nil || nodegroup.LegacyOwnerReference(g) != nil || g.Spec.NodeCount != 1) {
+	if !ok || !nodegroup.IsManaged(g) || g.DeletionTimestamp != nil {
+		return
+	}
+	if _, err := nodegroup.ClaimOf(g); err != nil || nodegroup.LegacyOwnerReference(g) != nil || g.Spec.NodeCount != 1 {
 		c.kick()
 	}
 }
@@ -192,7 +197,8 @@ func (c *Controller) collect(ctx context.Context) error {
 		live[string(claims.Items[i].UID)] = &claims.Items[i]
 	}
 	existing := map[string]bool{}
-	refused, resized := 0, 0
+	refused := map[string]int{nodegroup.ReasonNoOwnerClaim: 0, nodegroup.ReasonNotNamedForItsClaim: 0}
+	resized := 0
 	for i := range groups.Items {
 		g := &groups.Items[i]
 		existing[g.Name] = true
@@ -205,25 +211,33 @@ func (c *Controller) collect(ctx context.Context) error {
 		}
 		owner := nodegroup.OwnerClaim(g)
 		if owner == nil {
-			refused++
+			refused[nodegroup.ReasonNoOwnerClaim]++
 			c.recorder.Publish(refusedWithoutOwner(g, c.remind))
 			log.FromContext(ctx).V(1).Info("refusing to garbage-collect a nodegroup without an owner NodeClaim", "nodegroup", g.Name)
 			continue
 		}
+		// Migrated whatever its shape: the owner reference would let Kubernetes' garbage
+		// collector delete even a copy with the claim.
 		if migrated, err := nodegroup.MigrateOwner(ctx, c.kube, g); err != nil {
 			log.FromContext(ctx).Error(err, "migrating nodegroup ownership", "nodegroup", g.Name)
 		} else if migrated {
 			log.FromContext(ctx).Info("moved nodegroup ownership from an owner reference to the claim UID annotation",
 				"nodegroup", g.Name, "nodeclaim", owner.Name)
 		}
+		if _, err := nodegroup.ClaimOf(g); err != nil {
+			c.refuse(ctx, g, err, refused)
+			continue
+		}
 		if _, ok := live[string(owner.UID)]; ok || c.clock.Since(g.CreationTimestamp.Time) < c.grace {
 			continue
 		}
-		if err := c.reap(ctx, g, owner.Name, owner.UID); err != nil {
+		if err := c.reap(ctx, g, refused); err != nil {
 			log.FromContext(ctx).Error(err, "reaping orphaned nodegroup", "nodegroup", g.Name)
 		}
 	}
-	garbageRefused.WithLabelValues("NoOwnerClaim").Set(float64(refused))
+	for reason, n := range refused {
+		garbageRefused.WithLabelValues(reason).Set(float64(n))
+	}
 	outOfBand.Set(float64(resized))
 	for _, nc := range claims.Items {
 		c.fastFail(ctx, &nc, existing)
@@ -231,22 +245,39 @@ func (c *Controller) collect(ctx context.Context) error {
 	return nil
 }
 
-// reap deletes a group whose owner claim is gone, after an uncached read confirms it.
-func (c *Controller) reap(ctx context.Context, g *ngv1.NodeGroup, claimName string, claimUID types.UID) error {
-	nc := &karpv1.NodeClaim{}
-	err := c.api.Get(ctx, client.ObjectKey{Name: claimName}, nc)
-	if err == nil && string(nc.UID) == string(claimUID) {
-		return nil // the cache lagged; the owner is alive
+// refuse reports a group that looks managed but is not proven ours, and counts it by reason.
+func (c *Controller) refuse(ctx context.Context, g *ngv1.NodeGroup, why error, refused map[string]int) {
+	reason := nodegroup.NotOwnedReason(why)
+	refused[reason]++
+	c.recorder.Publish(refusedNotOwned(g, reason, why, c.remind))
+	log.FromContext(ctx).V(1).Info("refusing to garbage-collect a nodegroup not proven ours", "nodegroup", g.Name, "reason", reason, "why", why.Error())
+}
+
+// reap deletes a group whose owner claim is gone, once ConfirmOrphan proves it on uncached
+// reads, and only the object it proved it on: the delete is conditional on its UID and
+// resourceVersion, so a group replaced or changed since the proof is not deleted.
+func (c *Controller) reap(ctx context.Context, listed *ngv1.NodeGroup, refused map[string]int) error {
+	g, owner, err := nodegroup.ConfirmOrphan(ctx, c.api, listed)
+	switch {
+	case errors.Is(err, nodegroup.ErrNotOwned):
+		c.refuse(ctx, listed, err, refused)
+		return nil
+	case errors.Is(err, nodegroup.ErrNotOrphaned):
+		log.FromContext(ctx).V(1).Info("not reaping nodegroup", "nodegroup", listed.Name, "why", err.Error())
+		return nil
+	case err != nil:
+		return err
 	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("confirming nodeclaim %q is gone: %w", claimName, err)
-	}
-	if err := c.kube.Delete(ctx, g, client.Preconditions{UID: &g.UID}); err != nil {
+	if err := c.kube.Delete(ctx, g, client.Preconditions{UID: &g.UID, ResourceVersion: &g.ResourceVersion}); err != nil {
+		if apierrors.IsConflict(err) {
+			log.FromContext(ctx).V(1).Info("nodegroup changed after its proof, judging it again next pass", "nodegroup", g.Name)
+			return nil
+		}
 		return client.IgnoreNotFound(fmt.Errorf("deleting nodegroup %q: %w", g.Name, err))
 	}
 	garbageCollected.Inc()
-	c.recorder.Publish(reaped(g, claimName))
-	log.FromContext(ctx).Info("garbage-collected orphaned nodegroup", "nodegroup", g.Name, "nodeclaim", claimName)
+	c.recorder.Publish(reaped(g, owner.Name))
+	log.FromContext(ctx).Info("garbage-collected orphaned nodegroup", "nodegroup", g.Name, "nodeclaim", owner.Name)
 	return nil
 }
 

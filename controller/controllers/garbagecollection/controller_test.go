@@ -8,12 +8,15 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/events"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/testenv"
 )
@@ -105,4 +108,57 @@ func TestLaunchedClaimWhoseGroupVanishedIsFastFailed(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(nc), &karpv1.NodeClaim{}))
 	}).WithTimeout(testenv.Wait).Should(BeTrue())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(registered), registered)).To(Succeed(), "registered claims are core's to judge")
+}
+
+// A managed group copied by hand (kubectl get -o yaml, renamed, created) keeps its labels and
+// its annotations, the claim UID included. Once the claim goes, the original is reaped and
+// the copy, which names a claim that is not its own, is refused, loudly, and survives: deleting
+// it would take down its VM and every pod on it.
+func TestAHandCopiedGroupUnderAnotherNameSurvivesItsClaim(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	class := env.NewClass(g, nil)
+	claim := env.NewClaim(g, class.Name)
+	original := nodegroup.Build(claim, class, "S")
+	g.Expect(env.Client.Create(ctx, original)).To(Succeed())
+	copied := original.DeepCopy()
+	copied.ObjectMeta = metav1.ObjectMeta{
+		Name:        testenv.Name(original.Name + "-copy"),
+		Labels:      original.Labels,
+		Annotations: original.Annotations,
+	}
+	g.Expect(env.Client.Create(ctx, copied)).To(Succeed())
+	g.Expect(copied.Labels).To(Equal(original.Labels))
+	g.Expect(copied.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClaimUID, string(claim.UID)))
+	g.Expect(env.Client.Delete(ctx, claim)).To(Succeed())
+
+	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute)) // past the grace of both groups
+	recorder := &namedRecorder{events: make(chan string, 100)}
+	collector := garbagecollection.New(env.Client, env.Client, events.NewRecorder(recorder), clk, time.Minute)
+	g.Expect(collector.Collect(ctx)).To(Succeed())
+
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(original), &ngv1.NodeGroup{}))
+	}).WithTimeout(testenv.Wait).Should(BeTrue(), "the original, named after its gone claim, is reaped")
+	got := &ngv1.NodeGroup{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(copied), got)).To(Succeed())
+	g.Expect(got.DeletionTimestamp).To(BeNil(), "the copy is not the claim's: never deleted")
+	seen := recorder.drain()
+	g.Expect(seen).To(ContainElement(SatisfyAll(
+		HavePrefix(garbagecollection.ReasonRefused+" "+copied.Name+":"),
+		ContainSubstring(nodegroup.ReasonNotNamedForItsClaim),
+	)), "the refusal is on the copy and says why")
+	g.Expect(seen).To(ContainElement(HavePrefix(garbagecollection.ReasonReaped + " " + original.Name + ":")))
+	refused := garbagecollection.Refused(nodegroup.ReasonNotNamedForItsClaim)
+	g.Expect(refused).To(BeNumerically(">=", 1), "the refused metric counts the copy")
+
+	// Later passes leave it alone too, and the metric drops once it is gone.
+	g.Expect(collector.Collect(ctx)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(copied), got)).To(Succeed())
+	g.Expect(got.DeletionTimestamp).To(BeNil())
+	g.Expect(env.Client.Delete(ctx, copied)).To(Succeed())
+	g.Eventually(func() float64 {
+		g.Expect(collector.Collect(ctx)).To(Succeed())
+		return garbagecollection.Refused(nodegroup.ReasonNotNamedForItsClaim)
+	}).WithTimeout(testenv.Wait).Should(Equal(refused - 1))
 }

@@ -47,6 +47,19 @@ func refusedWithoutOwner(g *ngv1.NodeGroup, remind time.Duration) events.Event {
 	}
 }
 
+// refusedNotOwned reports a group that names a claim but is not proven to be that claim's:
+// a copy under another name, typically.
+func refusedNotOwned(g *ngv1.NodeGroup, reason string, why error, remind time.Duration) events.Event {
+	return events.Event{
+		InvolvedObject: g,
+		Type:           corev1.EventTypeWarning,
+		Reason:         ReasonRefused,
+		Message:        fmt.Sprintf("carries the provider's labels but is not proven to be launched for a NodeClaim (%s: %v); not deleting it", reason, why),
+		DedupeValues:   []string{string(g.UID), reason},
+		DedupeTimeout:  remind,
+	}
+}
+
 func reaped(g *ngv1.NodeGroup, claim string) events.Event {
 	return events.Event{
 		InvolvedObject: g,

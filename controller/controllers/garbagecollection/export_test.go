@@ -3,6 +3,8 @@ package garbagecollection
 import (
 	"context"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // SetRemind changes how often a refused or resized group is reported again: the recorder
@@ -11,3 +13,12 @@ func (c *Controller) SetRemind(d time.Duration) { c.remind = d }
 
 // Collect runs one pass, for tests that drive the collector pass by pass instead of its loop.
 func (c *Controller) Collect(ctx context.Context) error { return c.collect(ctx) }
+
+// Refused reads the refused gauge for a reason.
+func Refused(reason string) float64 {
+	var m dto.Metric
+	if err := garbageRefused.WithLabelValues(reason).Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetGauge().GetValue()
+}

@@ -13,10 +13,11 @@ var (
 		Namespace: metrics.Namespace, Subsystem: metrics.NodeGroupSubsystem, Name: "garbage_collected_total",
 		Help: "Orphaned NodeGroups (owner NodeClaim confirmed gone) that garbage collection deleted.",
 	})
-	// garbageRefused counts groups that look managed but lack ownership proof.
+	// garbageRefused counts groups that look managed but lack ownership proof, by
+	// nodegroup.Reason*.
 	garbageRefused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: metrics.NodeGroupSubsystem, Name: "garbage_collection_refused",
-		Help: "NodeGroups that carry the provider's labels but name no NodeClaim UID, which garbage collection refuses to delete, by reason.",
+		Help: "NodeGroups that carry the provider's labels but are not proven launched for a NodeClaim, which garbage collection refuses to delete, by reason (NoOwnerClaim: no NodeClaim UID; NotNamedForItsClaim: not named after the NodeClaim it names, as a renamed copy is).",
 	}, []string{"reason"})
 	// outOfBand counts managed groups whose nodeCount was changed out of band.
 	outOfBand = prometheus.NewGauge(prometheus.GaugeOpts{
