@@ -63,8 +63,9 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 }
 
 // count adds up what the organisation quota charges: each NodeGroup's nodes at its flavor's
-// size, except groups the quota refused (they hold nothing), and each control-plane node. The
-// part the platform accepted (accepted groups, the control plane) is the proven use: the
+// size, except groups the quota refused at creation (they hold nothing) and the nodes a
+// refused resize asked for (the group holds only those it runs), and each control-plane node.
+// The part the platform accepted (accepted groups, the control plane) is the proven use: the
 // limit is at least that.
 func count(ctx context.Context, kube client.Client, cat *catalog.Catalog) (quota.Observation, error) {
 	groups := &ngv1.NodeGroupList{}
@@ -74,9 +75,10 @@ func count(ctx context.Context, kube client.Client, cat *catalog.Catalog) (quota
 	o := quota.Observation{Groups: make(map[string]quota.Group, len(groups.Items))}
 	for i := range groups.Items {
 		g := &groups.Items[i]
-		gr := quota.Group{State: state(g), Deleting: g.DeletionTimestamp != nil}
+		st, nodes := state(g)
+		gr := quota.Group{State: st, Deleting: g.DeletionTimestamp != nil}
 		if f, ok := cat.Flavor(g.Spec.Flavor); ok {
-			gr.Size = f.QuotaCharge().Times(int64(g.Spec.NodeCount))
+			gr.Size = f.QuotaCharge().Times(nodes)
 		}
 		// A flavor we cannot size charges nothing we can count; the refusal memory covers it.
 		o.Groups[g.Name] = gr
@@ -110,20 +112,41 @@ func count(ctx context.Context, kube client.Client, cat *catalog.Catalog) (quota
 	return o, nil
 }
 
-// state reads what a group's status says of its charge. It reads the status as if the group
-// were not being deleted: a refused group keeps its refusal while the operator tears it down
-// (it charges nothing), and an accepted one keeps its charge until it is gone.
-func state(g *ngv1.NodeGroup) quota.GroupState {
+// state reads what a group's status says of its charge, and how many nodes it charges. It
+// reads the status as if the group were not being deleted: a refused group keeps its refusal
+// while the operator tears it down (it charges nothing), and an accepted one keeps its charge
+// until it is gone.
+//
+// A quota refusal on a group that runs nodes (built, or a node counted) is a refused resize:
+// the engine granted, and still holds, the nodes it runs, not the ones spec.nodeCount asks
+// for; counting nothing would make the headroom promise a running node's worth of quota that
+// is not there. A group refused at creation never got a node, so it charges nothing.
+func state(g *ngv1.NodeGroup) (quota.GroupState, int64) {
 	live := *g // shallow: only the deletion timestamp differs
 	live.DeletionTimestamp = nil
 	v := nodegroup.Judge(&live)
 	switch {
 	case v.Outcome == nodegroup.QuotaExceeded:
-		return quota.GroupUncharged
+		if running := running(g, v); running > 0 {
+			return quota.GroupBuilt, running
+		}
+		return quota.GroupUncharged, int64(g.Spec.NodeCount)
 	case v.Synced:
-		return quota.GroupBuilt
+		return quota.GroupBuilt, int64(g.Spec.NodeCount)
 	case v.Accepted:
-		return quota.GroupCreating
+		return quota.GroupCreating, int64(g.Spec.NodeCount)
 	}
-	return quota.GroupCharged
+	return quota.GroupCharged, int64(g.Spec.NodeCount)
+}
+
+// running is how many nodes a group refused a resize still runs, as far as the quota engine
+// is concerned: the nodes the operator counts and, once the group was built (Synced or
+// Ready), at least the count it last synced (targetNodeCount), and at least one, the node it
+// was built with, when its status counts none.
+func running(g *ngv1.NodeGroup, v nodegroup.Verdict) int64 {
+	n := int64(g.Status.NodeCount)
+	if v.Synced {
+		n = max(n, int64(g.Status.TargetNodeCount), 1)
+	}
+	return n
 }
