@@ -298,7 +298,7 @@ func (c *CloudProvider) Delete(ctx context.Context, claim *karpv1.NodeClaim) err
 		}
 		return err
 	}
-	c.rejected.clear()
+	c.rejected.capacityFreed()
 	return nil
 }
 

@@ -162,8 +162,12 @@ func TestAFlavorTheAPIServerRefusesIsSetAside(t *testing.T) {
 	verdict(g, group, ngv1.PhaseCreating, creating())
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(HaveField("Err", BeNil())))
 
-	// The memory fades: a platform that starts serving the flavor gets asked again.
+	// The CRD changes only when Clever Cloud upgrades the cluster: what outlasts a quota
+	// refusal's memory stays set aside.
 	f.clock.Step(provider.QuotaRejectionTTL + time.Second)
+	g.Expect(offeredBy(g, p)).To(HaveKeyWithValue("2XL", false))
+	// The memory fades: a platform that starts serving the flavor gets asked again.
+	f.clock.Step(provider.FlavorUnsupportedTTL - provider.QuotaRejectionTTL)
 	g.Expect(offeredBy(g, p)).To(HaveKeyWithValue("2XL", true))
 }
 
@@ -223,4 +227,39 @@ func (f *fixture) retire(t *testing.T, g Gomega, flavor string) {
 	f.catalog, err = catalog.New(base, "par", nil, testLogger(t))
 	g.Expect(err).NotTo(HaveOccurred())
 	f.provider = provider.New(env.Client, nodegroup.NewClient(env.Client, env.Client, env.Client), f.catalog, nil, f.quota, events.NewRecorder(f.events), f.clock, time.Minute)
+}
+
+// Deleting a node frees quota, not a flavor the apiserver or the operator refused: those stay
+// set aside, or every node deletion and consolidation pass would send a launch of the cheaper
+// refused flavor, and fail each replacement.
+func TestADeleteDoesNotForgetRefusedFlavors(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, 10*time.Minute)
+	ctx := context.Background()
+	overrides := filepath.Join(t.TempDir(), "flavors.yaml")
+	g.Expect(os.WriteFile(overrides, []byte("- {name: 2XL, cpu: 20, memoryKi: 40000000, nominalGB: 40, priceHourly: 0.001}\n"), 0o600)).To(Succeed())
+	cat, err := catalog.Load(overrides, "par", testLogger(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	p := provider.New(env.Client, nodegroup.NewClient(env.Client, env.Client, env.Client), cat, nil, f.quota, events.NewRecorder(f.events), f.clock, 10*time.Minute)
+
+	// The apiserver refuses 2XL (422); the operator refuses a 2XS for a reason nobody knows.
+	_, err = p.Create(ctx, f.newClaim(g, "1", "1Gi"))
+	g.Expect(cloudprovider.IsInsufficientCapacityError(err)).To(BeTrue(), "got %v", err)
+	refused := f.newClaim(g, "1", "1Gi")
+	done := make(chan result, 1)
+	go func() { c, err := p.Create(ctx, refused); done <- result{c, err} }()
+	group := awaitGroup(g, refused.Name)
+	g.Expect(group.Spec.Flavor).To(Equal("2XS"))
+	verdict(g, group, "Failed", failed("RegionClosed", "no capacity in par"))
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(HaveField("Err", Satisfy(cloudprovider.IsInsufficientCapacityError))))
+	g.Expect(offeredBy(g, p)).To(SatisfyAll(HaveKeyWithValue("2XL", false), HaveKeyWithValue("2XS", false)))
+
+	// A node of another flavor goes.
+	nc := f.newClaim(g, "1", "1Gi")
+	owned := nodegroup.Build(nc, f.class, "S")
+	g.Expect(env.Client.Create(ctx, owned)).To(Succeed())
+	nc.Status.ProviderID = nodegroup.ProviderID(owned.Name)
+	g.Expect(p.Delete(ctx, nc)).To(Succeed())
+	g.Expect(offeredBy(g, p)).To(SatisfyAll(HaveKeyWithValue("2XL", false), HaveKeyWithValue("2XS", false)),
+		"a deleted node changes nothing about why these were refused")
 }

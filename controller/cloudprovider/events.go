@@ -116,13 +116,14 @@ func deleteRefused(claim *karpv1.NodeClaim, group string, why error) events.Even
 	}
 }
 
-func nodeGroupRefused(claim *karpv1.NodeClaim, group, flavor, reason, message string) events.Event {
+func nodeGroupRefused(claim *karpv1.NodeClaim, group, flavor, reason, message string, aside time.Duration) events.Event {
 	return events.Event{
 		InvolvedObject: claim,
 		Type:           corev1.EventTypeWarning,
 		Reason:         ReasonRefused,
-		Message:        fmt.Sprintf("The node-group operator refused NodeGroup %s (flavor %s) for a reason the provider does not know (%s): %s; deleting it", group, flavor, reason, message),
-		DedupeValues:   []string{string(claim.UID)},
+		Message: fmt.Sprintf("The node-group operator refused NodeGroup %s (flavor %s) for a reason the provider does not know (%s): %s; deleting it, and offering the flavor as unavailable for %s",
+			group, flavor, reason, message, aside),
+		DedupeValues: []string{string(claim.UID)},
 	}
 }
 
@@ -131,9 +132,9 @@ func flavorUnsupported(claim *karpv1.NodeClaim, flavor string, err error) events
 		InvolvedObject: claim,
 		Type:           corev1.EventTypeWarning,
 		Reason:         ReasonFlavorUnsupported,
-		Message:        fmt.Sprintf("The NodeGroup API does not serve flavor %s; offering it as unavailable for %s: %v", flavor, quotaRejectionTTL, err),
+		Message:        fmt.Sprintf("The NodeGroup API does not serve flavor %s; offering it as unavailable for %s: %v", flavor, flavorUnsupportedTTL, err),
 		DedupeValues:   []string{flavor},
-		DedupeTimeout:  quotaRejectionTTL,
+		DedupeTimeout:  flavorUnsupportedTTL,
 	}
 }
 

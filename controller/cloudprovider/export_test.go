@@ -8,6 +8,7 @@ var (
 
 // The provider's memory spans, for the tests to step their clocks by.
 const (
-	QuotaRejectionTTL = quotaRejectionTTL
-	SteeringTTL       = steeringTTL
+	QuotaRejectionTTL    = quotaRejectionTTL
+	FlavorUnsupportedTTL = flavorUnsupportedTTL
+	SteeringTTL          = steeringTTL
 )

@@ -244,14 +244,14 @@ func (c *CloudProvider) quotaRejected(ctx context.Context, claim *karpv1.NodeCla
 	case parsed:
 		// The message says which resource ran out: what needs as much of it is refused too.
 		resource = said.Resource
-		c.rejected.mark(c.atLeastAsLarge(it, resource)...)
+		c.rejected.markQuota(c.atLeastAsLarge(it, resource)...)
 	case !inferred.Explained:
 		// The estimate cannot rule the refusal out (it contradicts the proven use: a leak
 		// upstream, another cluster's use): remember the flavors at least as large in both
 		// resources for a while, so the same launch is not cycled through the quota engine.
 		// An explained refusal needs no memory: the estimate's headroom already excludes every
 		// flavor that would bring the use to the refused point or beyond.
-		c.rejected.mark(c.atLeastAsLarge(it, quota.ResourceUnknown)...)
+		c.rejected.markQuota(c.atLeastAsLarge(it, quota.ResourceUnknown)...)
 	}
 	if resource == "" {
 		resource = quota.ResourceUnknown

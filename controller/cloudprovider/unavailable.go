@@ -7,55 +7,120 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// unavailable remembers flavors the organisation quota refused, so the scheduler stops
-// choosing them (and Create stops cycling create → reject → delete) until capacity frees or
-// the memory expires.
+// How long each kind of refusal keeps a flavor unavailable. They differ because what ends
+// them differs: capacity freeing ends a quota refusal, nothing the provider sees ends the
+// other two.
+const (
+	// flavorUnsupportedTTL: the apiserver refuses a flavor its CRD's enum does not list. That
+	// changes only when Clever Cloud upgrades the cluster's CRD, so the memory is long, and
+	// each refusal renews it.
+	flavorUnsupportedTTL = time.Hour
+	// refusedTTL is the first memory of a refusal the provider cannot classify; each further
+	// refusal of the flavor doubles it, up to maxRefusedTTL. A flavor the platform keeps
+	// refusing is then asked about once an hour, not on every node deletion or consolidation
+	// pass.
+	refusedTTL    = 3 * time.Minute
+	maxRefusedTTL = time.Hour
+)
+
+// unavailable remembers flavors the platform refused, so the scheduler stops choosing them
+// (and Create stops cycling create → refuse → delete) until the memory expires, or, for the
+// quota's refusals only, capacity frees.
 type unavailable struct {
 	clock clock.Clock
-	ttl   time.Duration
+	// quotaTTL is how long a quota refusal is remembered when no capacity frees first.
+	quotaTTL time.Duration
 
-	mu    sync.Mutex
-	until map[string]time.Time
+	mu      sync.Mutex
+	flavors map[string]*marks
 }
 
-func newUnavailable(clk clock.Clock, ttl time.Duration) *unavailable {
-	return &unavailable{clock: clk, ttl: ttl, until: map[string]time.Time{}}
+// marks are one flavor's refusals, one deadline per kind: freeing capacity must not end the
+// others.
+type marks struct {
+	quota, unsupported, refused time.Time
+	// backoff is the memory the last unclassified refusal got. A refusal while the flavor
+	// is within maxRefusedTTL of that memory's end is a repeat, and doubles it.
+	backoff time.Duration
 }
 
-func (u *unavailable) mark(flavors ...string) {
+func newUnavailable(clk clock.Clock, quotaTTL time.Duration) *unavailable {
+	return &unavailable{clock: clk, quotaTTL: quotaTTL, flavors: map[string]*marks{}}
+}
+
+func (u *unavailable) marksLocked(flavor string) *marks {
+	m := u.flavors[flavor]
+	if m == nil {
+		m = &marks{}
+		u.flavors[flavor] = m
+	}
+	return m
+}
+
+// markQuota remembers flavors the organisation quota refused, until capacity frees or quotaTTL.
+func (u *unavailable) markQuota(flavors ...string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	deadline := u.clock.Now().Add(u.ttl)
+	deadline := u.clock.Now().Add(u.quotaTTL)
 	for _, f := range flavors {
-		u.until[f] = deadline
+		u.marksLocked(f).quota = deadline
 	}
 }
 
-// clear forgets every rejection: called when capacity frees (a managed group is deleted).
-func (u *unavailable) clear() {
+// markUnsupported remembers a flavor the apiserver refused, for flavorUnsupportedTTL from now.
+func (u *unavailable) markUnsupported(flavor string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	clear(u.until)
+	u.marksLocked(flavor).unsupported = u.clock.Now().Add(flavorUnsupportedTTL)
+}
+
+// markRefused remembers a flavor the operator refused for a reason the provider cannot
+// classify, backing off on repeats, and returns for how long.
+func (u *unavailable) markRefused(flavor string) time.Duration {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clock.Now()
+	m := u.marksLocked(flavor)
+	switch {
+	case m.backoff == 0 || now.Sub(m.refused) > maxRefusedTTL:
+		// First refusal, or the flavor was offered for an hour since without being refused:
+		// the streak is over.
+		m.backoff = refusedTTL
+	default:
+		m.backoff = min(2*m.backoff, maxRefusedTTL)
+	}
+	m.refused = now.Add(m.backoff)
+	return m.backoff
+}
+
+// capacityFreed forgets the quota's refusals: called when a managed group is deleted. A
+// flavor the apiserver or the operator refused stays set aside: deleting a node changes
+// nothing about why it was refused.
+func (u *unavailable) capacityFreed() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, m := range u.flavors {
+		m.quota = time.Time{}
+	}
 }
 
 // snapshot returns the flavors currently marked, or nil.
 func (u *unavailable) snapshot() map[string]bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if len(u.until) == 0 {
-		return nil
-	}
 	now := u.clock.Now()
-	out := map[string]bool{}
-	for f, t := range u.until {
-		if now.Before(t) {
+	var out map[string]bool
+	for f, m := range u.flavors {
+		if now.Before(m.quota) || now.Before(m.unsupported) || now.Before(m.refused) {
+			if out == nil {
+				out = map[string]bool{}
+			}
 			out[f] = true
-		} else {
-			delete(u.until, f)
+			continue
 		}
-	}
-	if len(out) == 0 {
-		return nil
+		if m.backoff == 0 || now.Sub(m.refused) > maxRefusedTTL {
+			delete(u.flavors, f) // nothing left to remember, not even a streak
+		}
 	}
 	return out
 }

@@ -62,14 +62,16 @@ func (c *CloudProvider) RecordTransient(claim *karpv1.NodeClaim, group *ngv1.Nod
 
 // refused handles a refusal the provider cannot classify (an unknown ReconcileFailed reason
 // before the operator accepted the group): the group is deleted and its flavor offered as
-// unavailable for a while, so Karpenter plans around it instead of cycling create → refuse.
-// Unlike a quota refusal, nothing says a larger flavor would fare the same.
+// unavailable, for longer each time it is refused again (refusedTTL, doubling, up to
+// maxRefusedTTL), so Karpenter plans around it instead of cycling create → refuse. Unlike a
+// quota refusal, nothing says a larger flavor would fare the same, nor that freeing capacity
+// helps.
 func (c *CloudProvider) refused(ctx context.Context, claim *karpv1.NodeClaim, group *ngv1.NodeGroup, it *cloudprovider.InstanceType, verdict nodegroup.Verdict) error {
 	refusals.WithLabelValues(it.Name, verdict.Reason).Inc()
-	c.rejected.mark(it.Name)
-	c.recorder.Publish(nodeGroupRefused(claim, group.Name, it.Name, verdict.Reason, verdict.Message))
+	aside := c.rejected.markRefused(it.Name)
+	c.recorder.Publish(nodeGroupRefused(claim, group.Name, it.Name, verdict.Reason, verdict.Message, aside))
 	log.FromContext(ctx).Info("the node-group operator refused the nodegroup for a reason the provider does not know, deleting it",
-		"reason", verdict.Reason, "message", verdict.Message)
+		"reason", verdict.Reason, "message", verdict.Message, "flavorSetAsideFor", aside.String())
 	c.deleteRefusedGroup(ctx, claim, group)
 	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q refused (%s): %s", group.Name, verdict.Reason, verdict.Message))
 }
@@ -90,11 +92,12 @@ func (c *CloudProvider) deleteRefusedGroup(ctx context.Context, claim *karpv1.No
 }
 
 // flavorUnsupported handles the apiserver refusing the flavor (the served CRD's enum, HTTP
-// 422): no group exists, and retrying the same flavor would fail the same way, so it is
-// offered as unavailable for a while and Karpenter picks another.
+// 422): no group exists, and retrying the same flavor fails the same way until Clever Cloud
+// changes the cluster's CRD, so it is offered as unavailable for flavorUnsupportedTTL,
+// renewed by each refusal, and Karpenter picks another.
 func (c *CloudProvider) flavorUnsupported(ctx context.Context, claim *karpv1.NodeClaim, it *cloudprovider.InstanceType, err error) error {
 	launches.WithLabelValues(it.Name, OutcomeFlavorUnsupported).Inc()
-	c.rejected.mark(it.Name)
+	c.rejected.markUnsupported(it.Name)
 	c.recorder.Publish(flavorUnsupported(claim, it.Name, err))
 	log.FromContext(ctx).Info("the NodeGroup API refused the flavor, offering it as unavailable", "error", err.Error())
 	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("flavor %s is not served by the NodeGroup API: %w", it.Name, err))
