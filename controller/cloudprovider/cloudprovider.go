@@ -42,10 +42,6 @@ const (
 	DriftReasonFlavorRetired cloudprovider.DriftReason = "FlavorRetired"
 )
 
-// quotaRejectionTTL is how long a flavor refused by the quota stays unavailable, unless a
-// managed group is deleted first.
-const quotaRejectionTTL = 3 * time.Minute
-
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 
 // CloudProvider launches and tracks CKE nodes as NodeGroups.
@@ -68,7 +64,34 @@ func New(kube client.Client, groups *nodegroup.Client, cat *catalog.Catalog, ove
 	tracker *quota.Tracker, recorder events.Recorder, clk clock.Clock, acceptanceTimeout time.Duration) *CloudProvider {
 	return &CloudProvider{
 		kube: kube, groups: groups, catalog: cat, overlays: overlays, recorder: recorder, clock: clk,
-		acceptanceTimeout: acceptanceTimeout, rejected: newUnavailable(clk, quotaRejectionTTL), quota: tracker,
+		acceptanceTimeout: acceptanceTimeout, rejected: newUnavailable(clk), quota: tracker,
+	}
+}
+
+// admit reserves the launch's size in the quota tracker. Launches within the sure limit are
+// admitted together, so a burst runs in parallel without overcommitting the quota; a probe
+// beyond it flies alone, and a launch that finds one in flight waits for its verdict (about a
+// second) rather than failing, up to the acceptance timeout.
+func (c *CloudProvider) admit(ctx context.Context, group, flavor string) error {
+	size := c.size(flavor)
+	deadline := c.clock.NewTimer(c.acceptanceTimeout)
+	defer deadline.Stop()
+	for {
+		changed := c.quota.Changed()
+		a, headroom := c.quota.Try(group, size)
+		switch a {
+		case quota.Admitted:
+			return nil
+		case quota.NoRoom:
+			return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("flavor %s (%s) does not fit what is known of the organisation quota (sure headroom %s)", flavor, size, quota.FormatHeadroom(headroom)))
+		}
+		select {
+		case <-changed:
+		case <-deadline.C():
+			return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("flavor %s (%s): a quota probe was still awaiting its verdict after %s", flavor, size, c.acceptanceTimeout))
+		case <-ctx.Done():
+			return fmt.Errorf("waiting to launch flavor %s: %w", flavor, ctx.Err())
+		}
 	}
 }
 
@@ -96,10 +119,8 @@ func (c *CloudProvider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*k
 		return nil, err
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodegroup", claim.Name, "flavor", it.Name))
-	// Concurrent launches are admitted against the headroom atomically: a burst runs in
-	// parallel without overcommitting the quota together.
-	if ok, headroom := c.quota.Admit(claim.Name, c.size(it.Name)); !ok {
-		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("flavor %s (%s) does not fit the organisation quota's headroom (%s)", it.Name, c.size(it.Name), headroom))
+	if err := c.admit(ctx, claim.Name, it.Name); err != nil {
+		return nil, err
 	}
 	launched := false
 	defer func() {
@@ -141,6 +162,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*k
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q vanished before it was accepted", group.Name))
 	case nodegroup.Launched, nodegroup.Synced:
 		c.quota.Accepted(group.Name)
+		c.rejected.launched(it.Name)
 	case nodegroup.Transient:
 		// The operator retries on its own: launched, and said so. Only a group it had
 		// accepted proves anything about the quota.
@@ -298,7 +320,6 @@ func (c *CloudProvider) Delete(ctx context.Context, claim *karpv1.NodeClaim) err
 		}
 		return err
 	}
-	c.rejected.capacityFreed()
 	return nil
 }
 

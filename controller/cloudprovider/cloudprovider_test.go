@@ -76,7 +76,7 @@ func TestCreateHonoursRequirements(t *testing.T) {
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(HaveField("Err", BeNil())))
 }
 
-func TestQuotaRejectionDeletesTheGroupAndMarksLargerFlavorsUnavailable(t *testing.T) {
+func TestQuotaRejectionDeletesTheGroupAndRulesOutTheRefusedUse(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, g, time.Minute)
 	nc := f.newClaim(g, "5", "6Gi") // XS
@@ -93,20 +93,27 @@ func TestQuotaRejectionDeletesTheGroupAndMarksLargerFlavorsUnavailable(t *testin
 	}).WithTimeout(10 * time.Second).Should(BeTrue())
 	g.Expect(drainEvents(f.events)).To(ContainElement(ContainSubstring(provider.ReasonQuotaExceeded)))
 
-	its, err := f.provider.GetInstanceTypes(context.Background(), nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	availability := map[string]bool{}
-	for _, it := range its {
-		availability[it.Name] = len(it.Offerings.Available()) > 0
+	offered := func() map[string]bool {
+		its, err := f.provider.GetInstanceTypes(context.Background(), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		availability := map[string]bool{}
+		for _, it := range its {
+			availability[it.Name] = len(it.Offerings.Available()) > 0
+		}
+		return availability
 	}
-	// RAM ran out: XS and every flavor with as much memory or more are off; 2XS may still fit.
-	g.Expect(availability).To(Equal(map[string]bool{"2XS": true, "XS": false, "S": false, "M": false, "L": false, "XL": false}))
+	// The engine may keep the refused XS's reservation for minutes: nothing is offered that
+	// it would refuse beside that leak.
+	g.Expect(offered()).To(Equal(map[string]bool{"2XS": false, "XS": false, "S": false, "M": false, "L": false, "XL": false}))
+	// Once it would have expired, the refused use stays ruled out: XS and every flavor at least
+	// as large in both resources are off; 2XS may still fit.
+	f.clock.Step(quota.LeakLifetime)
+	g.Expect(offered()).To(Equal(map[string]bool{"2XS": true, "XS": false, "S": false, "M": false, "L": false, "XL": false}))
 
-	// The memory fades: past the TTL every flavor is offered again.
-	f.clock.Step(provider.QuotaRejectionTTL + time.Second)
-	its, _ = f.provider.GetInstanceTypes(context.Background(), nil)
-	for _, it := range its {
-		g.Expect(it.Offerings.Available()).NotTo(BeEmpty(), it.Name)
+	// The memory fades: past it every flavor is offered again.
+	f.clock.Step(quota.RefusalMemory)
+	for name, ok := range offered() {
+		g.Expect(ok).To(BeTrue(), name)
 	}
 }
 
@@ -367,11 +374,13 @@ func TestAQuotaRejectionTeachesTheLimit(t *testing.T) {
 	done := f.create(nc)
 	verdict(g, awaitGroup(g, nc.Name), ngv1.PhaseQuotaExceeded, quotaExceeded("Quota exceeded: RAM max: limit = 36.0 GB | actual = 40.0 GB"))
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive())
-	// The message says the memory limit; the vCPU one is CKE's default, which the refusal
-	// (26 vCPU / 40 GB) does not contradict.
-	g.Expect(f.quota.Limit()).To(Equal(quota.Limit{CPU: 40, GB: 36}))
+	// The message says the memory limit; nothing says the vCPU one.
+	g.Expect(f.quota.Limit()).To(Equal(quota.Limit{GB: 36}))
 	h, known := f.quota.Headroom()
 	g.Expect(known).To(BeTrue())
+	g.Expect(h.GB).To(Equal(int64(36-24-16)), "the refused M's reservation may leak")
+	f.clock.Step(quota.LeakLifetime)
+	h, _ = f.quota.Headroom()
 	g.Expect(h.GB).To(Equal(int64(12)))
 }
 

@@ -162,12 +162,12 @@ func TestAFlavorTheAPIServerRefusesIsSetAside(t *testing.T) {
 	verdict(g, group, ngv1.PhaseCreating, creating())
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(HaveField("Err", BeNil())))
 
-	// The CRD changes only when Clever Cloud upgrades the cluster: what outlasts a quota
-	// refusal's memory stays set aside.
-	f.clock.Step(provider.QuotaRejectionTTL + time.Second)
+	// The CRD changes only when Clever Cloud upgrades the cluster: what outlasts an
+	// unclassified refusal's memory stays set aside.
+	f.clock.Step(provider.RefusedTTL + time.Second)
 	g.Expect(offeredBy(g, p)).To(HaveKeyWithValue("2XL", false))
 	// The memory fades: a platform that starts serving the flavor gets asked again.
-	f.clock.Step(provider.FlavorUnsupportedTTL - provider.QuotaRejectionTTL)
+	f.clock.Step(provider.FlavorUnsupportedTTL - provider.RefusedTTL)
 	g.Expect(offeredBy(g, p)).To(HaveKeyWithValue("2XL", true))
 }
 

@@ -8,7 +8,7 @@ var (
 
 // The provider's memory spans, for the tests to step their clocks by.
 const (
-	QuotaRejectionTTL    = quotaRejectionTTL
 	FlavorUnsupportedTTL = flavorUnsupportedTTL
+	RefusedTTL           = refusedTTL
 	SteeringTTL          = steeringTTL
 )

@@ -49,12 +49,9 @@ func (c *CloudProvider) instanceTypes() ([]*cloudprovider.InstanceType, []string
 	its := c.catalog.InstanceTypes()
 	marked := c.rejected.snapshot()
 	headroom, limited := c.quota.Headroom()
-	if marked == nil && !limited {
-		return its, nil, headroom
-	}
 	var blocked []string
 	for _, it := range its {
-		if marked[it.Name] || !c.fits(it.Name, headroom) {
+		if marked[it.Name] || (limited && !c.fits(it.Name, headroom)) || c.quota.Blocked(c.size(it.Name)) {
 			blocked = append(blocked, it.Name)
 		}
 	}
@@ -239,25 +236,21 @@ func (c *CloudProvider) quotaRejected(ctx context.Context, claim *karpv1.NodeCla
 		c.quota.Learn(said.Resource, said.Limit)
 	}
 	inferred := c.quota.Refused(group.Name, c.size(it.Name))
+	// The tracker rules out the refused use and beyond, and holds probes while the refused
+	// group's reservation may leak: the flavors that would be refused again are offered as
+	// unavailable from its memory (Blocked), so none is marked here.
 	resource := inferred.Resource
-	switch {
-	case parsed:
-		// The message says which resource ran out: what needs as much of it is refused too.
-		resource = said.Resource
-		c.rejected.markQuota(c.atLeastAsLarge(it, resource)...)
-	case !inferred.Explained:
-		// The estimate cannot rule the refusal out (it contradicts the proven use: a leak
-		// upstream, another cluster's use): remember the flavors at least as large in both
-		// resources for a while, so the same launch is not cycled through the quota engine.
-		// An explained refusal needs no memory: the estimate's headroom already excludes every
-		// flavor that would bring the use to the refused point or beyond.
-		c.rejected.markQuota(c.atLeastAsLarge(it, quota.ResourceUnknown)...)
+	if parsed {
+		resource = said.Resource // the message says which resource ran out
 	}
 	if resource == "" {
 		resource = quota.ResourceUnknown
 	}
 	quotaRejections.WithLabelValues(it.Name, resource).Inc()
-	what := fmt.Sprintf("it would have brought the use to at most %s, so the limit is taken as %s", inferred.Point, inferred.Limit)
+	what := fmt.Sprintf("it would have brought the use to at most %s; launches that would bring it that far in both resources are not made for %s", inferred.Point, inferred.For)
+	if inferred.Limit != (quota.Limit{}) {
+		what += fmt.Sprintf(", and the limit is known to be at most %s", inferred.Limit)
+	}
 	if parsed {
 		what += "; the platform said: " + message
 	}
@@ -266,28 +259,4 @@ func (c *CloudProvider) quotaRejected(ctx context.Context, claim *karpv1.NodeCla
 		"resource", resource, "point", inferred.Point.String(), "limit", inferred.Limit.String())
 	c.deleteRefusedGroup(ctx, claim, group)
 	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodegroup %q: Quota exceeded (flavor %s): %s", group.Name, it.Name, what))
-}
-
-// atLeastAsLarge lists the flavors that need at least as much of the exceeded resource as the
-// refused one: if 8 vCPU did not fit, 10 will not either, but 4 may.
-func (c *CloudProvider) atLeastAsLarge(refused *cloudprovider.InstanceType, resource string) []string {
-	cpu, mem := refused.Capacity.Cpu(), refused.Capacity.Memory()
-	var out []string
-	for _, it := range c.catalog.InstanceTypes() {
-		switch resource {
-		case quota.ResourceCPU:
-			if it.Capacity.Cpu().Cmp(*cpu) >= 0 {
-				out = append(out, it.Name)
-			}
-		case quota.ResourceRAM:
-			if it.Capacity.Memory().Cmp(*mem) >= 0 {
-				out = append(out, it.Name)
-			}
-		default:
-			if it.Capacity.Cpu().Cmp(*cpu) >= 0 && it.Capacity.Memory().Cmp(*mem) >= 0 {
-				out = append(out, it.Name)
-			}
-		}
-	}
-	return out
 }

@@ -39,13 +39,13 @@ func quotaOffered(g Gomega, f *fixture, pool *karpv1.NodePool) map[string]bool {
 	return out
 }
 
-// Today's platform refuses with an empty message: the limit is inferred from the use the
-// refused launch would have brought, and nothing that cannot fit is offered afterwards.
+// Today's platform refuses with an empty message: the use the refused launch would have
+// brought is ruled out, and nothing that would reach it is offered afterwards.
 func TestARefusalWithoutMessageInfersTheLimit(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, g, time.Minute)
 	f.quota.Record(controlPlane)
-	before := rejections(g, "XL", "RAM")
+	before := rejections(g, "XL", "unknown")
 
 	nc := f.newClaim(g, "13", "1Gi") // only an XL holds 13 vCPU
 	done := f.create(nc)
@@ -57,20 +57,21 @@ func TestARefusalWithoutMessageInfersTheLimit(t *testing.T) {
 	g.Expect(cloudprovider.IsInsufficientCapacityError(r.Err)).To(BeTrue(), "got %v", r.Err)
 	g.Expect(r.Err.Error()).To(ContainSubstring("Quota exceeded"))
 
-	// 32 vCPU / 56 GB were refused: CKE's default quota explains it by its memory.
-	g.Expect(f.quota.Limit()).To(Equal(quota.Limit{CPU: 40, GB: 40}))
-	g.Expect(rejections(g, "XL", "RAM") - before).To(Equal(1.0))
+	// 32 vCPU / 56 GB were refused; neither resource is proven to fit, so neither is pinned:
+	// that use and beyond is ruled out.
+	g.Expect(f.quota.Limit()).To(Equal(quota.Limit{}))
+	g.Expect(rejections(g, "XL", "unknown") - before).To(Equal(1.0))
 	g.Expect(drainEvents(f.events)).To(ContainElement(SatisfyAll(
 		ContainSubstring(provider.ReasonQuotaExceeded),
 		ContainSubstring("flavor XL"),
 		ContainSubstring("at most 32 vCPU / 56 GB"),
-		ContainSubstring("limit is taken as 40 vCPU / 40 GB"),
+		ContainSubstring("not made for 15m0s"),
 	)))
-	// Right after the refusal the headroom is what the control plane leaves, never less.
-	h, known := f.quota.Headroom()
-	g.Expect(known).To(BeTrue())
-	g.Expect(h).To(Equal(quota.Usage{CPU: 24, GB: 16}))
-	g.Expect(quotaOffered(g, f, nil)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": false, "XL": false}))
+	// While the XL's reservation may leak, nothing is offered beside it; then everything but
+	// the XL, which would reach the refused use again.
+	g.Expect(quotaOffered(g, f, nil)).To(Equal(map[string]bool{"2XS": false, "XS": false, "S": false, "M": false, "L": false, "XL": false}))
+	f.clock.Step(quota.LeakLifetime)
+	g.Expect(quotaOffered(g, f, nil)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": true, "XL": false}))
 }
 
 // pendingPods creates n pods the scheduler marked unschedulable, as Karpenter sees them, and

@@ -7,9 +7,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// How long each kind of refusal keeps a flavor unavailable. They differ because what ends
-// them differs: capacity freeing ends a quota refusal, nothing the provider sees ends the
-// other two.
+// How long each kind of refusal keeps a flavor unavailable. Neither ends when capacity frees:
+// deleting a node changes nothing about why the flavor was refused. (Quota refusals are the
+// quota tracker's: quota.Tracker.Blocked.)
 const (
 	// flavorUnsupportedTTL: the apiserver refuses a flavor its CRD's enum does not list. That
 	// changes only when Clever Cloud upgrades the cluster's CRD, so the memory is long, and
@@ -23,29 +23,26 @@ const (
 	maxRefusedTTL = time.Hour
 )
 
-// unavailable remembers flavors the platform refused, so the scheduler stops choosing them
-// (and Create stops cycling create → refuse → delete) until the memory expires, or, for the
-// quota's refusals only, capacity frees.
+// unavailable remembers flavors the apiserver or the operator refused for another reason than
+// the quota, so the scheduler stops choosing them (and Create stops cycling create → refuse →
+// delete) until the memory expires.
 type unavailable struct {
 	clock clock.Clock
-	// quotaTTL is how long a quota refusal is remembered when no capacity frees first.
-	quotaTTL time.Duration
 
 	mu      sync.Mutex
 	flavors map[string]*marks
 }
 
-// marks are one flavor's refusals, one deadline per kind: freeing capacity must not end the
-// others.
+// marks are one flavor's refusals, one deadline per kind.
 type marks struct {
-	quota, unsupported, refused time.Time
+	unsupported, refused time.Time
 	// backoff is the memory the last unclassified refusal got. A refusal while the flavor
 	// is within maxRefusedTTL of that memory's end is a repeat, and doubles it.
 	backoff time.Duration
 }
 
-func newUnavailable(clk clock.Clock, quotaTTL time.Duration) *unavailable {
-	return &unavailable{clock: clk, quotaTTL: quotaTTL, flavors: map[string]*marks{}}
+func newUnavailable(clk clock.Clock) *unavailable {
+	return &unavailable{clock: clk, flavors: map[string]*marks{}}
 }
 
 func (u *unavailable) marksLocked(flavor string) *marks {
@@ -55,16 +52,6 @@ func (u *unavailable) marksLocked(flavor string) *marks {
 		u.flavors[flavor] = m
 	}
 	return m
-}
-
-// markQuota remembers flavors the organisation quota refused, until capacity frees or quotaTTL.
-func (u *unavailable) markQuota(flavors ...string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	deadline := u.clock.Now().Add(u.quotaTTL)
-	for _, f := range flavors {
-		u.marksLocked(f).quota = deadline
-	}
 }
 
 // markUnsupported remembers a flavor the apiserver refused, for flavorUnsupportedTTL from now.
@@ -93,14 +80,12 @@ func (u *unavailable) markRefused(flavor string) time.Duration {
 	return m.backoff
 }
 
-// capacityFreed forgets the quota's refusals: called when a managed group is deleted. A
-// flavor the apiserver or the operator refused stays set aside: deleting a node changes
-// nothing about why it was refused.
-func (u *unavailable) capacityFreed() {
+// launched ends a flavor's streak of unclassified refusals: the operator accepted it.
+func (u *unavailable) launched(flavor string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for _, m := range u.flavors {
-		m.quota = time.Time{}
+	if m := u.flavors[flavor]; m != nil && !u.clock.Now().Before(m.refused) {
+		m.backoff = 0
 	}
 }
 
@@ -111,7 +96,7 @@ func (u *unavailable) snapshot() map[string]bool {
 	now := u.clock.Now()
 	var out map[string]bool
 	for f, m := range u.flavors {
-		if now.Before(m.quota) || now.Before(m.unsupported) || now.Before(m.refused) {
+		if now.Before(m.unsupported) || now.Before(m.refused) {
 			if out == nil {
 				out = map[string]bool{}
 			}

@@ -11,26 +11,19 @@ import (
 func TestUnavailableForgetsEachKindOfRefusalOnItsOwnTerms(t *testing.T) {
 	g := NewWithT(t)
 	clk := clocktesting.NewFakeClock(time.Now())
-	u := newUnavailable(clk, quotaRejectionTTL)
+	u := newUnavailable(clk)
 	g.Expect(u.snapshot()).To(BeNil())
 
-	u.markQuota("M", "L")
 	u.markUnsupported("2XL")
 	g.Expect(u.markRefused("2XS")).To(Equal(refusedTTL))
-	g.Expect(u.snapshot()).To(Equal(map[string]bool{"M": true, "L": true, "2XL": true, "2XS": true}))
-
-	// Capacity frees: the quota may fit them now; the apiserver's CRD and the unclassified
-	// refusal did not change.
-	u.capacityFreed()
 	g.Expect(u.snapshot()).To(Equal(map[string]bool{"2XL": true, "2XS": true}))
 
-	// A quota refusal not followed by a deletion still fades, as does a first unclassified one.
-	u.markQuota("M")
-	clk.Step(quotaRejectionTTL)
+	// A first unclassified refusal fades after its memory.
+	clk.Step(refusedTTL)
 	g.Expect(u.snapshot()).To(Equal(map[string]bool{"2XL": true}))
 
 	// The apiserver's refusal lasts the hour, and a refusal renews it.
-	clk.Step(flavorUnsupportedTTL - quotaRejectionTTL - time.Second)
+	clk.Step(flavorUnsupportedTTL - refusedTTL - time.Second)
 	g.Expect(u.snapshot()).To(HaveKey("2XL"))
 	u.markUnsupported("2XL")
 	clk.Step(time.Second)
@@ -42,7 +35,7 @@ func TestUnavailableForgetsEachKindOfRefusalOnItsOwnTerms(t *testing.T) {
 func TestUnavailableBacksOffOnRepeatedUnclassifiedRefusals(t *testing.T) {
 	g := NewWithT(t)
 	clk := clocktesting.NewFakeClock(time.Now())
-	u := newUnavailable(clk, quotaRejectionTTL)
+	u := newUnavailable(clk)
 
 	// Refused, offered again once the memory ends, refused again: 3, 6, 12, 24, 48, 60, 60 min.
 	want := []time.Duration{3 * time.Minute, 6 * time.Minute, 12 * time.Minute, 24 * time.Minute, 48 * time.Minute, time.Hour, time.Hour}
@@ -50,14 +43,17 @@ func TestUnavailableBacksOffOnRepeatedUnclassifiedRefusals(t *testing.T) {
 		g.Expect(u.markRefused("S")).To(Equal(d), "refusal %d", i+1)
 		clk.Step(d - time.Second)
 		g.Expect(u.snapshot()).To(HaveKey("S"), "refusal %d: still set aside", i+1)
-		u.capacityFreed()
-		g.Expect(u.snapshot()).To(HaveKey("S"), "refusal %d: a deletion does not end it", i+1)
 		clk.Step(time.Second)
 		g.Expect(u.snapshot()).To(BeNil(), "refusal %d: offered again", i+1)
 		clk.Step(time.Minute) // the next launch of it is refused a minute later
 	}
 
 	// Another flavor's streak is its own.
+	g.Expect(u.markRefused("M")).To(Equal(refusedTTL))
+
+	// Accepted once, the flavor starts over.
+	clk.Step(refusedTTL)
+	u.launched("M")
 	g.Expect(u.markRefused("M")).To(Equal(refusedTTL))
 
 	// Offered for an hour without a refusal, the flavor starts over.

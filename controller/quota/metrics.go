@@ -12,7 +12,7 @@ const subsystem = "quota"
 var (
 	limitGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "limit",
-		Help: "Organisation quota in force, by resource (cpu in vCPU, memory_gb in nominal GB): configured, read from a refusal message, or inferred from refusals while one is remembered; 0 when unknown.",
+		Help: "Organisation quota known in force, by resource (cpu in vCPU, memory_gb in nominal GB): configured, read from a refusal message, or pinned by a remembered refusal; 0 when unknown.",
 	}, []string{"resource"})
 	provenGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "limit_proven",
@@ -20,7 +20,7 @@ var (
 	}, []string{"resource"})
 	refusalsGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "refusals_remembered",
-		Help: "Quota refusals the inferred limit rests on (each an upper bound on one resource or the other); the limit is in force while it is above 0.",
+		Help: "Refused uses remembered: a launch that would bring the use to one of them or beyond, in both resources, is not made.",
 	})
 	usageGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "usage",
@@ -30,16 +30,24 @@ var (
 		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "headroom",
 		Help: "Quota left for new nodes under the limit in force, admitted launches included, by resource; absent while the limit is unknown.",
 	}, []string{"resource"})
-	probeWindowGauge = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "probe_window",
-		Help: "How many launches may await their verdict beyond the provisional limit (CKE's default raised to the proven use) while the limit is unknown: 1, plus one per accepted probe, back to 1 at a refusal.",
-	})
+	leakGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "leaks_suspected",
+		Help: "Reservations the quota engine may still hold for refused groups and groups deleted before they were built, by resource: counted as used, and no probe flies while above 0.",
+	}, []string{"resource"})
 	probesGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "probes_in_flight",
-		Help: "Launches admitted beyond the provisional limit and awaiting their verdict.",
+		Help: "Launches admitted beyond the sure limit (a probe flies alone) and awaiting their verdict: 0 or 1.",
 	})
 )
 
+// The gauges' series, resolved once: the tracker publishes on every count and verdict.
+var (
+	limitCPU, limitGB   = limitGauge.WithLabelValues("cpu"), limitGauge.WithLabelValues("memory_gb")
+	provenCPU, provenGB = provenGauge.WithLabelValues("cpu"), provenGauge.WithLabelValues("memory_gb")
+	usageCPU, usageGB   = usageGauge.WithLabelValues("cpu"), usageGauge.WithLabelValues("memory_gb")
+	leakCPU, leakGB     = leakGauge.WithLabelValues("cpu"), leakGauge.WithLabelValues("memory_gb")
+)
+
 func init() {
-	crmetrics.Registry.MustRegister(limitGauge, provenGauge, refusalsGauge, usageGauge, headroomGauge, probeWindowGauge, probesGauge)
+	crmetrics.Registry.MustRegister(limitGauge, provenGauge, refusalsGauge, usageGauge, headroomGauge, leakGauge, probesGauge)
 }

@@ -1,0 +1,499 @@
+// Package quotasim is a deterministic simulation of the provider's quota logic: the real
+// tracker (controller/quota) admitting launches the way the cloud provider does, against the
+// simulated CKE's own quota engine (sim/quotaengine, the one the simulated operator runs), on
+// a fake clock, driven by random demand and a hostile platform: batch judging, leaked
+// reservations, other clusters of the organisation using the quota unseen, the quota raised
+// and lowered at run time, groups deleted during their first reconcile.
+//
+// One seed is one history. Run checks the guarantees the tracker documents on every step and
+// returns the first violation with the seed and the trace of the steps that led to it, so a
+// failure is reproduced by running that seed again.
+package quotasim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/quotaengine"
+)
+
+// flavors are CKE's flavors in quota terms, cheapest first (the order Karpenter prefers).
+var flavors = []quota.Usage{{CPU: 4, GB: 4}, {CPU: 6, GB: 8}, {CPU: 8, GB: 12}, {CPU: 10, GB: 16}, {CPU: 12, GB: 24}, {CPU: 16, GB: 32}}
+
+var flavorNames = []string{"2XS", "XS", "S", "M", "L", "XL"}
+
+// controlPlane is CKE's usual control plane: two S nodes.
+var controlPlane = quota.Usage{CPU: 16, GB: 24}
+
+// The platform's timings (cke-platform.md §5–§6): a decision about a second after creation,
+// creations within a second judged together, leaks for three minutes, a node in 26–185 s. The
+// world moves in steps of a few seconds: what Karpenter launches in one step is one batch
+// for the engine, as a provisioning pass's launches are.
+const (
+	step          = 3 * time.Second
+	decisionDelay = time.Second
+	batchWindow   = time.Second
+	leakTTL       = 3 * time.Minute
+	joinMin       = 26 * time.Second
+	joinMax       = 185 * time.Second
+	// teardown is how long a deleted group's VM takes to go (§6: 30–40 s): the engine holds
+	// it, and the cluster's count shows it deleting, until then.
+	teardown = 36 * time.Second
+)
+
+// Config shapes a run.
+type Config struct {
+	Seed uint64
+	// Duration is how much simulated time one seed covers.
+	Duration time.Duration
+}
+
+// Bounds of the guarantees, as the tracker's package documentation states them: G1 on a
+// platform that has not changed, and shortly after it changed (stale proofs and refusals
+// expire first).
+const (
+	g1Static    = quota.LeakLifetime + 30*step
+	g1Changed   = quota.MaxRefusalMemory + quota.ProofLifetime + g1Static
+	settleAfter = quota.LeakLifetime + 2*decisionDelay
+)
+
+type podState uint8
+
+const (
+	pending podState = iota // no group in flight
+	launching               // a group awaits its verdict, or its node
+	running
+)
+
+type pod struct {
+	id     int
+	min    int // the smallest flavor that holds it
+	state  podState
+	group  string
+	doneAt time.Time
+}
+
+type groupState uint8
+
+const (
+	awaiting groupState = iota // created, no verdict
+	building
+	built
+	refusedState
+)
+
+type group struct {
+	name     string
+	size     quota.Usage
+	flavor   int
+	pod      *pod
+	state    groupState
+	joinAt   time.Time
+	deleting bool
+	goneAt   time.Time
+	probe    bool
+}
+
+// World is one history.
+type World struct {
+	cfg Config
+	rng *rand.Rand
+	clk *clocktesting.FakeClock
+	eng *quotaengine.Engine
+	tr  *quota.Tracker
+
+	pods   []*pod
+	groups map[string]*group
+	seq    int
+	trace  []string
+
+	// epochStart is when the platform last changed (quota, other clusters).
+	epochStart time.Time
+	// starvedSince is when a pod that fits the platform's real headroom was first seen
+	// waiting with no launch accepted since; zero when none waits.
+	starvedSince time.Time
+	// refusalsAt remembers deserved refusals of probes by engine state, to catch the same
+	// probe refused again while its refusal should still be remembered.
+	refusalsAt map[string]time.Time
+	// pendingViolation is a violation found while applying verdicts, reported by check.
+	pendingViolation *Violation
+	// undeserved counts refusal rounds (decision times) the platform's real headroom did not
+	// call for, by epoch start.
+	undeserved map[time.Time]map[time.Time]bool
+
+	Stats Stats
+}
+
+// Stats sums what a run did.
+type Stats struct {
+	Steps, Launches, Accepted, Refusals, Undeserved, Started int
+	LongestWait                                             time.Duration
+}
+
+// New builds a world for a seed.
+func New(cfg Config) *World {
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	start := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
+	w := &World{cfg: cfg, rng: rng, clk: clocktesting.NewFakeClock(start), groups: map[string]*group{},
+		refusalsAt: map[string]time.Time{}, undeserved: map[time.Time]map[time.Time]bool{}, epochStart: start}
+	limit := []quotaengine.Usage{{CPU: 40, GB: 40}, {CPU: 40, GB: 32}, {CPU: 100, GB: 100}, {CPU: 60, GB: 48}, {CPU: 32, GB: 40}}[rng.IntN(5)]
+	w.eng = quotaengine.New(quotaengine.Options{Limit: limit, Other: w.randomOther(limit),
+		BatchWindow: batchWindow, DecisionDelay: decisionDelay, LeakTTL: leakTTL})
+	w.eng.Hold("control-plane", quotaengine.Usage(controlPlane), start)
+	w.tr = quota.NewTracker(w.clk, quota.Limit{})
+	w.logf("limit %v, other clusters %v", limit, w.eng.Options().Other)
+	return w
+}
+
+func (w *World) randomOther(limit quotaengine.Usage) quotaengine.Usage {
+	if w.rng.IntN(2) == 0 {
+		return quotaengine.Usage{}
+	}
+	n := int64(w.rng.IntN(3))
+	return quotaengine.Usage{CPU: 4 * n, GB: 4 * n}.Add(quotaengine.Usage{CPU: limit.CPU / 10, GB: limit.GB / 10}.Times(int64(w.rng.IntN(2))))
+}
+
+func (w *World) now() time.Time { return w.clk.Now() }
+
+func (w *World) logf(format string, args ...any) {
+	w.trace = append(w.trace, fmt.Sprintf("%8s ", w.now().Sub(w.epochZero()).Round(time.Second))+fmt.Sprintf(format, args...))
+}
+
+func (w *World) epochZero() time.Time { return time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC) }
+
+// Violation is a guarantee broken, with the history that broke it.
+type Violation struct {
+	Seed  uint64
+	At    time.Duration
+	What  string
+	Trace []string
+}
+
+func (v *Violation) Error() string {
+	tail := v.Trace
+	if len(tail) > 60 {
+		tail = tail[len(tail)-60:]
+	}
+	return fmt.Sprintf("seed %d, at %s: %s\nlast steps:\n%s", v.Seed, v.At, v.What, strings.Join(tail, "\n"))
+}
+
+func (w *World) violation(format string, args ...any) *Violation {
+	return &Violation{Seed: w.cfg.Seed, At: w.now().Sub(w.epochZero()), What: fmt.Sprintf(format, args...), Trace: w.trace}
+}
+
+// Run plays the history to its end and returns the first violation, or nil.
+func (w *World) Run() *Violation {
+	end := w.now().Add(w.cfg.Duration)
+	for w.now().Before(end) {
+		w.Stats.Steps++
+		w.platformEvents()
+		w.demand()
+		w.verdicts()
+		w.nodes()
+		w.observe()
+		w.launch()
+		w.observe()
+		if v := w.check(); v != nil {
+			return v
+		}
+		w.clk.Step(step)
+	}
+	return nil
+}
+
+// platformEvents changes the platform now and then: the quota raised or lowered, another
+// cluster scaling, a group deleted by hand during its first reconcile.
+func (w *World) platformEvents() {
+	if w.chance(90 * time.Minute) {
+		opts := w.eng.Options()
+		limit := opts.Limit
+		switch w.rng.IntN(3) {
+		case 0:
+			limit = quotaengine.Usage{CPU: limit.CPU + 20, GB: limit.GB + 20}
+		case 1:
+			limit = quotaengine.Usage{CPU: max(limit.CPU-12, 32), GB: max(limit.GB-12, 32)}
+		default:
+			limit = quotaengine.Usage{CPU: 40, GB: 40}
+		}
+		other := w.randomOther(limit)
+		w.changePlatform(limit, other)
+	}
+	if w.chance(30 * time.Minute) {
+		for _, name := range w.sortedGroups() {
+			g := w.groups[name]
+			if g.state == building && !g.deleting {
+				w.logf("%s deleted during its first reconcile", name)
+				w.deleteGroup(g)
+				break
+			}
+		}
+	}
+}
+
+// chance is true about once per period.
+func (w *World) chance(period time.Duration) bool { return w.rng.Int64N(int64(period)) < int64(step) }
+
+func (w *World) changePlatform(limit, other quotaengine.Usage) {
+	w.eng.Configure(w.now(), func(o *quotaengine.Options) { o.Limit, o.Other = limit, other })
+	w.epochStart = w.now()
+	w.logf("platform: limit %v, other clusters %v", limit, other)
+}
+
+// demand adds pods now and then and ends running ones.
+func (w *World) demand() {
+	if w.chance(2 * time.Minute) {
+		n := 1 + w.rng.IntN(6)
+		lo := w.rng.IntN(len(flavors))
+		for range n {
+			w.seq++
+			w.pods = append(w.pods, &pod{id: w.seq, min: min(lo+w.rng.IntN(2), len(flavors)-1)})
+		}
+		w.logf("%d pods arrive, from %s", n, flavorNames[lo])
+	}
+	for _, p := range w.pods {
+		if p.state == running && !p.doneAt.IsZero() && !w.now().Before(p.doneAt) {
+			w.logf("pod %d done, %s deleted", p.id, p.group)
+			w.deleteGroup(w.groups[p.group])
+			p.state, p.group = pending, ""
+			p.doneAt = time.Time{}
+			p.min = -1 // gone
+		}
+	}
+	w.pods = slices.DeleteFunc(w.pods, func(p *pod) bool { return p.min < 0 })
+	// Pods nobody can ever place are dropped after a while, as a user would.
+	if len(w.pods) > 40 {
+		w.pods = w.pods[len(w.pods)-40:]
+	}
+}
+
+func (w *World) deleteGroup(g *group) {
+	if g == nil || g.deleting {
+		return
+	}
+	g.deleting = true
+	g.goneAt = w.now()
+	if g.state == building || g.state == built {
+		g.goneAt = w.now().Add(teardown) // a VM to tear down
+	}
+	if g.pod != nil && g.pod.group == g.name && g.pod.state != running {
+		g.pod.state, g.pod.group = pending, ""
+	}
+}
+
+// verdicts applies the engine's decisions, as Create and the launch follower do.
+func (w *World) verdicts() {
+	for _, name := range w.sortedGroups() {
+		g := w.groups[name]
+		if g.state != awaiting || g.deleting {
+			continue
+		}
+		d, ok := w.eng.Decide(name, w.now())
+		if !ok {
+			continue
+		}
+		if d.Accepted {
+			g.state = building
+			g.joinAt = w.now().Add(joinMin + time.Duration(w.rng.Int64N(int64(joinMax-joinMin))))
+			w.tr.Accepted(name)
+			w.Stats.Accepted++
+			w.starvedSince = time.Time{}
+			w.logf("%s (%s) accepted", name, flavorNames[g.flavor])
+			continue
+		}
+		w.Stats.Refusals++
+		held := w.eng.Held(w.now())
+		nonLeak := held.Sub(w.eng.Leaked(w.now()))
+		limit := w.eng.Options().Limit
+		deserved := !nonLeak.Add(quotaengine.Usage(g.size)).Fits(limit)
+		r := w.tr.Refused(name, g.size)
+		g.state = refusedState
+		w.logf("%s (%s, probe %v) refused: engine held %v (leaks %v), limit %v, deserved %v; tracker point %v for %s",
+			name, flavorNames[g.flavor], g.probe, held, w.eng.Leaked(w.now()), limit, deserved, r.Point, r.For)
+		if deserved && g.probe {
+			// A probe flies alone: its refusal told the tracker exactly this use is refused.
+			key := fmt.Sprintf("%d/%v/%v", g.flavor, nonLeak, limit)
+			if at, seen := w.refusalsAt[key]; seen && w.now().Sub(at) < quota.RefusalMemory && at.After(w.epochStart) {
+				w.pendingViolation = w.violation("G2: %s refused again at the same use %s after it was refused, not backing off", flavorNames[g.flavor], w.now().Sub(at))
+			}
+			w.refusalsAt[key] = w.now()
+		}
+		if !deserved {
+			w.Stats.Undeserved++
+			rounds := w.undeserved[w.epochStart]
+			if rounds == nil {
+				rounds = map[time.Time]bool{}
+				w.undeserved[w.epochStart] = rounds
+			}
+			rounds[w.now()] = true
+		}
+		w.deleteGroup(g)
+	}
+}
+
+// nodes joins the nodes of accepted groups and finishes the first reconcile.
+func (w *World) nodes() {
+	for _, name := range w.sortedGroups() {
+		g := w.groups[name]
+		if g.state == building && !g.deleting && !w.now().Before(g.joinAt) {
+			g.state = built
+			w.eng.Built(name, w.now())
+			if g.pod != nil && g.pod.group == name {
+				g.pod.state = running
+				g.pod.doneAt = w.now().Add(time.Duration(2+w.rng.IntN(40)) * time.Minute)
+				w.Stats.Started++
+			}
+		}
+	}
+}
+
+// observe recounts the cluster for the tracker, as the usage controller does: the groups torn
+// down are gone (the engine gives their holding back, or leaks it), the rest are counted.
+func (w *World) observe() {
+	for _, name := range w.sortedGroups() { // the engine's leaks keep their order
+		if g := w.groups[name]; g.deleting && !w.now().Before(g.goneAt) {
+			w.eng.Delete(name, w.now())
+			delete(w.groups, name)
+		}
+	}
+	o := quota.Observation{Usage: controlPlane, Proven: controlPlane, Groups: make(map[string]quota.Group, len(w.groups))}
+	for name := range w.groups { // a sum and a map: the order does not matter
+		g := w.groups[name]
+		gr := quota.Group{Size: g.size, Deleting: g.deleting}
+		switch g.state {
+		case awaiting:
+			gr.State = quota.GroupCharged
+		case building:
+			gr.State = quota.GroupCreating
+		case built:
+			gr.State = quota.GroupBuilt
+		case refusedState:
+			gr.State = quota.GroupUncharged
+		}
+		o.Groups[name] = gr
+		if gr.State != quota.GroupUncharged {
+			o.Usage = o.Usage.Add(g.size)
+		}
+		if gr.State == quota.GroupCreating || gr.State == quota.GroupBuilt {
+			o.Proven = o.Proven.Add(g.size)
+		}
+	}
+	w.tr.Record(o)
+}
+
+// launch plays Karpenter and the provider's Create: each pending pod gets the cheapest flavor
+// that holds it and that the provider offers (not Blocked, within the headroom known), and
+// the tracker admits it or not.
+func (w *World) launch() {
+	offered := w.offered()
+	for _, p := range w.pods {
+		if p.state != pending {
+			continue
+		}
+		f := -1
+		for i := p.min; i < len(flavors); i++ {
+			if offered[i] {
+				f = i
+				break
+			}
+		}
+		if f < 0 {
+			continue
+		}
+		w.seq++
+		name := fmt.Sprintf("g%d", w.seq)
+		a, _ := w.tr.Try(name, flavors[f])
+		if a != quota.Admitted {
+			continue
+		}
+		w.Stats.Launches++
+		g := &group{name: name, size: flavors[f], flavor: f, pod: p, probe: w.tr.ProbesInFlight() > 0}
+		w.groups[name] = g
+		p.state, p.group = launching, name
+		w.eng.Create(name, quotaengine.Usage(flavors[f]), w.now())
+		hp, _ := w.tr.ProvisionalHeadroom()
+		w.logf("%s (%s) created for pod %d (sure headroom before %s, proven %v)", name, flavorNames[f], p.id, quota.FormatHeadroom(hp), w.tr.Proven())
+		offered = w.offered() // what Karpenter's next look at the offerings says
+	}
+}
+
+// offered is the provider's offerings: the flavors within the headroom known and not Blocked.
+func (w *World) offered() []bool {
+	h, limited := w.tr.Headroom()
+	out := make([]bool, len(flavors))
+	for i, f := range flavors {
+		out[i] = (!limited || f.FitsIn(h)) && !w.tr.Blocked(f)
+	}
+	return out
+}
+
+// check asserts G1 (a pod that fits the real headroom waits a bounded time) and G2 (refusals
+// the real headroom does not call for come at most once per platform change and per
+// refusal memory, and the same probe is not refused again while remembered).
+func (w *World) check() *Violation {
+	if v := w.pendingViolation; v != nil {
+		return v
+	}
+	// A change can make both resources' proofs stale: one round each to find out, and one more
+	// each time CKE's default is trusted again after its contradiction was forgotten.
+	if rounds := len(w.undeserved[w.epochStart]); rounds > 2+int(w.now().Sub(w.epochStart)/(quota.RefusalMemory+quota.MaxRefusalMemory)) {
+		return w.violation("G2: %d rounds of refusals the real headroom did not call for since the platform last changed", rounds)
+	}
+	if w.now().Sub(w.epochStart) < settleAfter {
+		w.starvedSince = time.Time{}
+		return nil
+	}
+	if !w.someoneFits() || w.launchesAwaiting() {
+		w.starvedSince = time.Time{}
+		return nil
+	}
+	if w.starvedSince.IsZero() {
+		w.starvedSince = w.now()
+		return nil
+	}
+	waited := w.now().Sub(w.starvedSince)
+	w.Stats.LongestWait = max(w.Stats.LongestWait, waited)
+	bound := g1Static
+	if w.now().Sub(w.epochStart) < g1Changed && w.epochStart != w.epochZero() {
+		bound = g1Changed
+	}
+	if waited > bound {
+		return w.violation("G1: a pod that fits the platform's real headroom waited %s (bound %s)", waited, bound)
+	}
+	return nil
+}
+
+// someoneFits: a pending pod's smallest flavor fits what the engine really has left.
+func (w *World) someoneFits() bool {
+	opts := w.eng.Options()
+	held := w.eng.Held(w.now())
+	for _, p := range w.pods {
+		if p.state == pending && held.Add(quotaengine.Usage(flavors[p.min])).Fits(opts.Limit) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *World) launchesAwaiting() bool {
+	for _, g := range w.groups {
+		if g.state == awaiting && !g.deleting {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *World) sortedGroups() []string {
+	names := make([]string, 0, len(w.groups))
+	for n := range w.groups {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
