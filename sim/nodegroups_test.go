@@ -640,6 +640,130 @@ func TestFaultNeverSyncNoNode(t *testing.T) {
 	})
 }
 
+// A refusal the provider cannot classify: an unknown ReconcileFailed reason, empty message,
+// as the first write of a group never Creating. It takes nothing of the quota.
+func TestFaultUnknownRefusal(t *testing.T) {
+	h := record(t, "f-unknown")
+	g := create(t, withFault(newGroup("f-unknown", "M", 1), operator.FaultUnknownRefusal))
+	got := waitPhase(t, g.Name, operator.ReasonNetworkUnavailable)
+	if c := condition(got, ngv1.ConditionReconcileFailed); c.Status != "True" || c.Reason != operator.ReasonNetworkUnavailable || c.Message != "" {
+		t.Errorf("ReconcileFailed = %+v, want True, NetworkUnavailable, empty message", c)
+	}
+	// The whole quota is free: an M (24 + 16 = 40 GB) is accepted beside it.
+	create(t, newGroup("f-unknown-m", "M", 1))
+	waitPhase(t, "f-unknown-m", ngv1.PhaseCreating)
+	for _, w := range h.writes() {
+		if w.status.Phase != operator.ReasonNetworkUnavailable || len(w.status.Conditions) != 1 {
+			t.Errorf("refused group wrote %+v", w.status)
+		}
+	}
+	if _, err := getNode("f-unknown-node0"); !apierrors.IsNotFound(err) {
+		t.Errorf("refused group got a node: %v", err)
+	}
+}
+
+// A launch that looks dead: Creating, then no node and ReconcileInProgress=False with an
+// unknown ReconcileFailed reason, still Creating, forever.
+func TestFaultDeadLaunch(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.UnknownFailureReason = "VMBootTimeout" })
+	h := record(t, "f-dead")
+	g := create(t, withFault(newGroup("f-dead", "2XS", 1), operator.FaultDeadLaunch))
+	eventually(t, 10*time.Second, func() error {
+		s := get(t, g.Name).Status
+		if !hasCondition(s, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, "VMBootTimeout") {
+			return fmt.Errorf("status %+v, want ReconcileFailed=True reason VMBootTimeout", s)
+		}
+		return nil
+	})
+	consistently(t, 2*time.Second, func() error {
+		s := get(t, g.Name).Status
+		if s.Phase != ngv1.PhaseCreating ||
+			!hasConditionMessage(s, ngv1.ConditionReconcileInProgress, metav1.ConditionFalse, "VMBootTimeout", "") ||
+			!hasConditionMessage(s, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, "VMBootTimeout", "") {
+			return fmt.Errorf("dead launch shows %+v", s)
+		}
+		if _, err := getNode("f-dead-node0"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("dead launch got a node: %v", err)
+		}
+		return nil
+	})
+	if w := h.writes(); len(w) == 0 || w[0].status.Phase != ngv1.PhaseCreating ||
+		!hasCondition(w[0].status, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, ngv1.ReasonCreating) {
+		t.Errorf("writes %+v, want the acceptance (Creating) first", w)
+	}
+}
+
+// A platform-wide upstream failure: while it lasts, every group whose creation or resize runs
+// shows UpstreamError and makes no progress, groups at rest are untouched; afterwards each
+// proceeds on its own.
+func TestUpstreamOutage(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.QuotaCPU, o.QuotaRAMGB = 100, 100 })
+	idle, scaled, built, created := record(t, "o-idle"), record(t, "o-scaled"), record(t, "o-built"), record(t, "o-created")
+	create(t, newGroup("o-idle", "2XS", 1))
+	create(t, newGroup("o-scaled", "2XS", 1))
+	waitPhase(t, "o-idle", ngv1.PhaseSynced)
+	waitPhase(t, "o-scaled", ngv1.PhaseSynced)
+	create(t, newGroup("o-built", "2XS", 1))
+	waitPhase(t, "o-built", ngv1.PhaseCreating)
+
+	const outage = 4 * time.Second
+	start := time.Now()
+	end := start.Add(outage)
+	cluster.Operator().UpstreamOutage(start, outage)
+	got := waitPhase(t, "o-built", ngv1.PhaseUpstreamError)
+	if !hasCondition(got.Status, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, ngv1.ReasonCreating) ||
+		!hasConditionMessage(got.Status, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ngv1.ReasonUpstreamError, operator.UpstreamErrorMessage) {
+		t.Errorf("group being built shows %+v", got.Status)
+	}
+	create(t, newGroup("o-created", "2XS", 1))
+	if err := update(t, "o-scaled", func(g *ngv1.NodeGroup) { g.Spec.NodeCount = 2 }); err != nil {
+		t.Fatal(err)
+	}
+	got = waitPhase(t, "o-scaled", ngv1.PhaseUpstreamError)
+	if !hasCondition(got.Status, ngv1.ConditionReady, metav1.ConditionTrue, ngv1.ReasonSynced) ||
+		!hasCondition(got.Status, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, ngv1.ReasonScaling) ||
+		!hasConditionMessage(got.Status, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ngv1.ReasonUpstreamError, operator.UpstreamErrorMessage) {
+		t.Errorf("group scaled during the outage shows %+v, want the live shape", got.Status)
+	}
+	waitPhase(t, "o-created", ngv1.PhaseUpstreamError)
+	// Nothing moves while the outage lasts.
+	consistently(t, time.Until(end.Add(-500*time.Millisecond)), func() error {
+		for _, n := range []string{"o-built-node0", "o-created-node0", "o-scaled-node1"} {
+			if _, err := getNode(n); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("node %s during the outage: %v", n, err)
+			}
+		}
+		return nil
+	})
+	for _, name := range []string{"o-built", "o-created", "o-scaled"} {
+		got := waitPhase(t, name, ngv1.PhaseSynced)
+		if c := condition(got, ngv1.ConditionReconcileFailed); c.Status != "False" {
+			t.Errorf("%s: ReconcileFailed after the outage %+v", name, c)
+		}
+	}
+	for _, n := range []string{"o-built-node0", "o-created-node0", "o-scaled-node1"} {
+		node := waitNodeReady(t, n)
+		// Creation timestamps have a one-second resolution.
+		if node.CreationTimestamp.Time.Before(end.Add(-time.Second)) {
+			t.Errorf("node %s joined at %s, during the outage (ended %s)", n, node.CreationTimestamp.Time, end)
+		}
+	}
+	if w := created.writes(); len(w) == 0 || w[0].status.Phase != ngv1.PhaseUpstreamError ||
+		!hasCondition(w[0].status, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, ngv1.ReasonCreating) {
+		t.Errorf("group created during the outage first wrote %+v, want Creating and UpstreamError", w)
+	}
+	for name, h := range map[string]*history{"o-idle": idle, "o-built": built, "o-scaled": scaled} {
+		for _, w := range h.writes() {
+			if w.at.Before(start) && w.status.Phase == ngv1.PhaseUpstreamError {
+				t.Errorf("%s: UpstreamError before the outage: %+v", name, w.status)
+			}
+			if name == "o-idle" && w.status.Phase != ngv1.PhaseCreating && w.status.Phase != ngv1.PhaseSynced {
+				t.Errorf("group at rest wrote %+v during the outage", w.status)
+			}
+		}
+	}
+}
+
 func TestGlobalFault(t *testing.T) {
 	configure(t, func(o *operator.Options) { o.Faults = []operator.Fault{operator.FaultNeverSyncNoNode} })
 	g := create(t, newGroup("f-global", "2XS", 1))
@@ -732,6 +856,45 @@ func TestQuotaLeakOnDeleteDuringCreation(t *testing.T) {
 	if c := condition(g, ngv1.ConditionReconcileFailed); c.Message != "Quota exceeded: RAM max: limit = 40.0 GB | actual = 56.0 GB" {
 		t.Errorf("ReconcileFailed = %+v", c)
 	}
+}
+
+// Deleting a group before its decision leaks what it asked for.
+func TestQuotaLeakOnDeleteBeforeDecision(t *testing.T) {
+	configure(t, func(o *operator.Options) {
+		o.LeakedReservationTTL = time.Hour
+		o.LegacyQuotaMessage = true
+		o.DecisionDelay = 3 * time.Second
+	})
+	g := create(t, newGroup("l-early", "M", 1)) // 24 + 16 = 40 GB: would be accepted
+	// The reconcile that holds the finalizer enlists the creation before the deletion's
+	// reconcile can run.
+	eventually(t, 5*time.Second, func() error {
+		if !controllerutil.ContainsFinalizer(get(t, g.Name), operator.Finalizer) {
+			return errors.New("l-early not seen by the operator yet")
+		}
+		return nil
+	})
+	deleteAndWait(t, g.Name)
+	configure(t, func(o *operator.Options) { o.DecisionDelay = 200 * time.Millisecond })
+	create(t, newGroup("l-later", "M", 1))
+	got := waitPhase(t, "l-later", ngv1.PhaseQuotaExceeded)
+	if c := condition(got, ngv1.ConditionReconcileFailed); c.Message != "Quota exceeded: RAM max: limit = 40.0 GB | actual = 56.0 GB" {
+		t.Errorf("ReconcileFailed = %+v", c)
+	}
+}
+
+// Use by the organisation's other clusters counts, though nothing in the cluster shows it.
+func TestQuotaOtherClusters(t *testing.T) {
+	configure(t, func(o *operator.Options) { o.OtherClusterCPU, o.OtherClusterGB = 2, 4; o.LegacyQuotaMessage = true })
+	create(t, newGroup("oc-m", "M", 1)) // 24 + 4 + 16 = 44 GB
+	got := waitPhase(t, "oc-m", ngv1.PhaseQuotaExceeded)
+	if c := condition(got, ngv1.ConditionReconcileFailed); c.Message != "Quota exceeded: RAM max: limit = 40.0 GB | actual = 44.0 GB" {
+		t.Errorf("ReconcileFailed = %+v", c)
+	}
+	// Once the other clusters give their share back, the same ask fits exactly.
+	configure(t, func(o *operator.Options) { o.OtherClusterCPU, o.OtherClusterGB = 0, 0 })
+	create(t, newGroup("oc-m2", "M", 1))
+	waitPhase(t, "oc-m2", ngv1.PhaseCreating)
 }
 
 // A group deleted once Synced gives its reservation back.

@@ -5,7 +5,8 @@
 // The operator keeps what it decided about each group in memory and derives every status
 // write from that state on each reconcile. A write that fails (the apiserver restarting, a
 // conflict) is therefore made again on the next reconcile: no decision can be taken without
-// ever being published.
+// ever being published. The quota verdicts are not its own: it asks sim/quotaengine, a pure
+// model of the platform's quota engine, and plays out what the engine decides.
 package operator
 
 import (
@@ -31,11 +32,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/cke"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/quotaengine"
 )
 
 // Finalizer is the finalizer the operator holds on every NodeGroup until its VMs and Nodes
@@ -61,7 +65,8 @@ const (
 	// (up to 185 s live); Synced moves by as much.
 	FaultSlowBoot Fault = "slow-boot"
 	// FaultUpstreamError makes every upstream call of the group (its creation, each resize)
-	// fail for UpstreamErrorDuration before it goes through (seen live on a scale-up).
+	// fail for UpstreamErrorDuration from its decision before it goes through: a window of
+	// its own, played like the platform-wide one (Options.UpstreamErrorFrom).
 	FaultUpstreamError Fault = "upstream-error"
 	// FaultLateRefusal accepts the group (Creating), then at JoinDelay publishes
 	// ReconcileFailed=True reason ProvisioningFailed instead of a node; no node ever joins.
@@ -70,6 +75,15 @@ const (
 	FaultNeverSync Fault = "never-sync"
 	// FaultNeverSyncNoNode leaves the group Creating forever and no node ever joins.
 	FaultNeverSyncNoNode Fault = "never-sync-no-node"
+	// FaultUnknownRefusal refuses the creation with a ReconcileFailed reason a provider
+	// cannot know (Options.UnknownFailureReason), empty message, as the first status write:
+	// shaped like a quota refusal, never preceded by Creating. It takes nothing of the quota.
+	FaultUnknownRefusal Fault = "unknown-refusal"
+	// FaultDeadLaunch accepts the group (Creating), then at JoinDelay, instead of a node,
+	// publishes ReconcileInProgress=False and ReconcileFailed=True with
+	// Options.UnknownFailureReason, empty messages, and stays so in phase Creating forever: a
+	// launch that looks dead. The reservation is held until deletion.
+	FaultDeadLaunch Fault = "dead-launch"
 )
 
 // Status values the simulator writes beside the ones of the ngv1 package.
@@ -78,6 +92,9 @@ const (
 	ReasonDeleting = "Deleting"
 	// ReasonProvisioningFailed is the ReconcileFailed reason (and the phase) of FaultLateRefusal.
 	ReasonProvisioningFailed = "ProvisioningFailed"
+	// ReasonNetworkUnavailable is the default Options.UnknownFailureReason: a reason the
+	// platform has never been seen writing, so no provider can know it.
+	ReasonNetworkUnavailable = "NetworkUnavailable"
 	// UpstreamErrorMessage is the message of ReconcileFailed reason UpstreamError, as seen live.
 	UpstreamErrorMessage = "API error: RequestDidntReturnSuccess"
 	// LateRefusalMessage is the ReconcileFailed message of FaultLateRefusal (%s: the flavor).
@@ -92,8 +109,13 @@ const (
 // for a resize, from the operator seeing the new nodeCount); zero means "at once".
 type Options struct {
 	// QuotaCPU and QuotaRAMGB are the organisation quota. Zero means CKE's default, 40 / 40.
+	// They may be raised or lowered at any time: what is held stays, later verdicts see it.
 	QuotaCPU   int64
 	QuotaRAMGB int64
+	// OtherClusterCPU and OtherClusterGB are what the organisation's other clusters use of the
+	// quota: counted by the quota engine, invisible to anything in this cluster.
+	OtherClusterCPU int64
+	OtherClusterGB  int64
 
 	// DecisionDelay: creation → the operator's first status write, its decision (Creating
 	// or QuotaExceeded). Live ~1 s.
@@ -120,6 +142,15 @@ type Options struct {
 	// UpstreamErrorDuration is how long FaultUpstreamError lasts on each upstream call
 	// (live: about an hour).
 	UpstreamErrorDuration time.Duration
+	// UpstreamErrorFrom and UpstreamErrorFor are a platform-wide upstream failure: from that
+	// time, for that long, every group whose creation or resize runs shows UpstreamError
+	// (decisions are still made), and its operation makes no progress; afterwards each
+	// resumes where it stopped. Zero UpstreamErrorFor: none. See UpstreamOutage.
+	UpstreamErrorFrom time.Time
+	UpstreamErrorFor  time.Duration
+	// UnknownFailureReason is the ReconcileFailed reason of FaultUnknownRefusal and
+	// FaultDeadLaunch; empty means ReasonNetworkUnavailable.
+	UnknownFailureReason string
 	// Faults apply to every group that has no FaultAnnotation.
 	Faults []Fault
 
@@ -130,7 +161,7 @@ type Options struct {
 	// DecisionDelay after its own creation (with window ≤ DecisionDelay, as live).
 	QuotaBatchWindow time.Duration
 	// LeakedReservationTTL > 0 makes the quota engine keep, this long, the reservation of a
-	// group deleted after a refusal or deleted while its first reconcile runs.
+	// group deleted after a refusal, before its decision, or while its first reconcile runs.
 	LeakedReservationTTL time.Duration
 	// LegacyQuotaMessage writes the 2026-06 refusal message ("Quota exceeded: RAM max: limit
 	// = 40.0 GB | actual = 48.0 GB") instead of today's empty one.
@@ -147,15 +178,19 @@ type Operator struct {
 	client.Client
 	log logr.Logger
 
+	// quota is the platform's quota engine; its options follow opts.
+	quota *quotaengine.Engine
+	// kick reconciles every known group, e.g. when a platform-wide window is set.
+	kick chan event.GenericEvent
+
 	mu     sync.Mutex
 	opts   Options
 	groups map[types.UID]*groupState
-	// ledger holds what each accepted group holds of the quota, by group name.
-	ledger  map[string]usage
-	leaks   []leak
-	batch   *batch
-	batches map[string]*batch // by group name, until the member has applied its verdict
 }
+
+// controlPlaneHolder is the quota engine's name for the control plane's use: not a valid
+// NodeGroup name, so it cannot collide with one.
+const controlPlaneHolder = "control plane"
 
 // groupState is what the operator decided about one group. Status writes are derived from it.
 type groupState struct {
@@ -172,12 +207,15 @@ type groupState struct {
 	granted int32
 	// judgedGeneration stops a spec from being judged again until it changes.
 	judgedGeneration int64
+	// enlistedGeneration is the latest spec generation handed to the quota engine as a
+	// creation.
+	enlistedGeneration int64
 	// changeSeen is when the operator saw a spec generation it has not judged yet.
 	changeSeen     time.Time
 	changeSeenGen  int64
 	refused        bool   // the latest judgement refused
+	refusalReason  string // its ReconcileFailed reason, also the phase
 	refusalMessage string // its message (empty unless LegacyQuotaMessage)
-	rejected       usage  // what the refused spec asked for (leaks on delete)
 
 	// op is the running upstream operation (creation or resize); nil or done when idle.
 	op *operation
@@ -189,35 +227,101 @@ type groupState struct {
 
 	teardownAt time.Time
 	tornDown   bool
-	// firstReconcile: the group was deleted while its creation was running, so its
-	// reservation leaks.
-	deletedDuringFirstReconcile bool
 }
 
 // operation is one upstream call: the group's creation or a resize.
+//
+// Its milestones are amounts of work from its start, not times: the work stops while an
+// upstream-error window is open, so the same operation lands later when a window opens over
+// it, and a window set, moved or lifted at run time moves every milestone still to come.
 type operation struct {
 	creation bool
 	start    time.Time
 	// from is the number of nodes before the operation; nodes from..granted-1 are new.
 	from int32
-	// errFrom..errUntil: FaultUpstreamError window (zero: none).
-	errFrom, errUntil time.Time
-	joinAt            time.Time // new nodes join (zero: never)
-	syncAt            time.Time // the operation completes (zero: never)
-	failAt            time.Time // FaultLateRefusal (zero: none)
-	done              bool
+	// fault is the operation's own FaultUpstreamError window (zero: none).
+	fault window
+	join  time.Duration // new nodes join (never: they do not)
+	sync  time.Duration // the operation completes (never: it does not)
+	fail  time.Duration // FaultLateRefusal or FaultDeadLaunch fail it (never: nothing fails)
+	// failInPlace: the failure keeps phase Creating (FaultDeadLaunch).
+	failInPlace bool
+	done        bool
+}
+
+// never is a milestone an operation does not reach.
+const never time.Duration = -1
+
+// window is a stretch of time in which upstream calls fail.
+type window struct {
+	from  time.Time
+	until time.Time
+}
+
+func (w window) contains(t time.Time) bool { return !t.Before(w.from) && t.Before(w.until) }
+
+// windows are the upstream-error windows an operation sees, earliest first.
+func (op *operation) windows(opts Options) []window {
+	var ws []window
+	if !op.fault.until.IsZero() {
+		ws = append(ws, op.fault)
+	}
+	if opts.UpstreamErrorFor > 0 {
+		ws = append(ws, window{from: opts.UpstreamErrorFrom, until: opts.UpstreamErrorFrom.Add(opts.UpstreamErrorFor)})
+	}
+	slices.SortFunc(ws, func(a, b window) int { return a.from.Compare(b.from) })
+	return ws
+}
+
+// at is when the operation reaches work d, its work paused in ws; zero for never.
+func (op *operation) at(d time.Duration, ws []window) time.Time {
+	if d < 0 {
+		return time.Time{}
+	}
+	t, left := op.start, d
+	for _, w := range ws {
+		if !w.until.After(t) {
+			continue
+		}
+		if w.from.After(t) {
+			gap := w.from.Sub(t)
+			if left <= gap {
+				break
+			}
+			left -= gap
+		}
+		t = w.until
+	}
+	return t.Add(left)
+}
+
+// failing reports whether an upstream error shows at now.
+func failing(ws []window, now time.Time) bool {
+	return slices.ContainsFunc(ws, func(w window) bool { return w.contains(now) })
 }
 
 // New returns an operator; register it with SetupWithManager.
 func New(c client.Client, opts Options) *Operator {
 	opts = withDefaults(opts)
 	return &Operator{
-		Client:  c,
-		log:     opts.Log,
-		opts:    opts,
-		groups:  map[types.UID]*groupState{},
-		ledger:  map[string]usage{},
-		batches: map[string]*batch{},
+		Client: c,
+		log:    opts.Log,
+		opts:   opts,
+		groups: map[types.UID]*groupState{},
+		quota:  quotaengine.New(engineOptions(opts)),
+		kick:   make(chan event.GenericEvent, 1),
+	}
+}
+
+// engineOptions are the quota engine's share of the operator's options.
+func engineOptions(o Options) quotaengine.Options {
+	return quotaengine.Options{
+		Limit:         quotaengine.Usage{CPU: o.QuotaCPU, GB: o.QuotaRAMGB},
+		Other:         quotaengine.Usage{CPU: o.OtherClusterCPU, GB: o.OtherClusterGB},
+		BatchWindow:   o.QuotaBatchWindow,
+		DecisionDelay: o.DecisionDelay,
+		LeakTTL:       o.LeakedReservationTTL,
+		LegacyMessage: o.LegacyQuotaMessage,
 	}
 }
 
@@ -231,6 +335,9 @@ func withDefaults(o Options) Options {
 	if o.SyncDelayMax < o.SyncDelayMin {
 		o.SyncDelayMax = o.SyncDelayMin
 	}
+	if o.UnknownFailureReason == "" {
+		o.UnknownFailureReason = ReasonNetworkUnavailable
+	}
 	return o
 }
 
@@ -241,21 +348,37 @@ func (o *Operator) Options() Options {
 	return o.opts
 }
 
-// Configure changes options at run time (quota, delays, faults, quirks), e.g. between the
-// scenarios of a test suite. Groups already judged keep their verdict and their timeline.
+// Configure changes options at run time (quota, hidden use, delays, faults, quirks,
+// upstream-error window), e.g. between the scenarios of a test suite. Groups already judged
+// keep their verdict; every group is reconciled again, so a window set or lifted shows at
+// once.
 func (o *Operator) Configure(mutate func(*Options)) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	mutate(&o.opts)
 	o.opts = withDefaults(o.opts)
+	eo := engineOptions(o.opts)
+	o.mu.Unlock()
+	o.quota.Configure(time.Now(), func(q *quotaengine.Options) { *q = eo })
+	select {
+	case o.kick <- event.GenericEvent{Object: &ngv1.NodeGroup{}}:
+	default: // a kick is already queued; it will reconcile every group
+	}
 }
 
-// ResetQuotaEngine drops leaked reservations and any open batch.
-func (o *Operator) ResetQuotaEngine() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.leaks, o.batch = nil, nil
+// UpstreamOutage makes every upstream call fail from `from` for d, platform-wide (Options
+// UpstreamErrorFrom and UpstreamErrorFor); d = 0 lifts it.
+func (o *Operator) UpstreamOutage(from time.Time, d time.Duration) {
+	o.Configure(func(opts *Options) { opts.UpstreamErrorFrom, opts.UpstreamErrorFor = from, d })
 }
+
+// ResetQuotaEngine drops leaked reservations and closes any open batch to newcomers.
+func (o *Operator) ResetQuotaEngine() {
+	o.quota.Reset(time.Now())
+}
+
+// Quota is the quota engine the operator asks, to read what it holds (Held, Leaked). Change
+// its options through Configure, which overwrites them.
+func (o *Operator) Quota() *quotaengine.Engine { return o.quota }
 
 // SetupWithManager registers the controller: NodeGroups, and Nodes mapped to their group
 // through the clever-cloud.com/nodegroup label.
@@ -269,6 +392,9 @@ func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return nil
 		})).
+		WatchesRawSource(source.Channel(o.kick, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return o.knownGroups()
+		}))).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: 16,
 			// Several simulated clusters may live in one test process.
@@ -325,10 +451,14 @@ func (o *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 				st.changeSeen = st.born
 			}
 		}
-		if !st.accepted && opts.QuotaBatchWindow > 0 {
-			// The engine takes the creation into a batch when it is made, not when its
+		if !st.accepted && st.enlistedGeneration != g.Generation && !slices.Contains(faults, FaultUnknownRefusal) {
+			// The engine takes the creation (into a batch) when it is made, not when its
 			// verdict is written.
-			o.enlist(g.Name, st.changeSeen, usage{CPU: flavor.CPU, GB: flavor.NominalGB}.times(int64(g.Spec.NodeCount)), opts)
+			if err := o.holdControlPlane(ctx, now); err != nil {
+				return reconcile.Result{}, err
+			}
+			o.quota.Create(g.Name, demand(flavor, g.Spec.NodeCount), st.changeSeen)
+			st.enlistedGeneration = g.Generation
 		}
 		if at := st.changeSeen.Add(opts.DecisionDelay); now.Before(at) {
 			next.at(at)
@@ -352,64 +482,48 @@ func (o *Operator) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 			return reconcile.Result{}, err
 		}
 	}
-	if err := o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) { o.status(s, g, st, live, now) }); err != nil {
+	if err := o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) { o.status(s, g, st, live, opts, now) }); err != nil {
 		return reconcile.Result{}, err
 	}
 	return next.result(now), nil
 }
 
-// judge asks the quota engine for the spec's nodeCount and starts the operation it grants.
-// It returns a wait while a batch is still open.
+// judge asks the quota engine about the spec's nodeCount (a creation's verdict, or a resize)
+// and starts the operation it grants. It returns a wait while the verdict is not given yet.
 func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup, st *groupState, flavor cke.Flavor, faults []Fault, opts Options, now time.Time) (time.Duration, error) {
-	want := usage{CPU: flavor.CPU, GB: flavor.NominalGB}.times(int64(g.Spec.NodeCount))
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	limit := usage{CPU: opts.QuotaCPU, GB: opts.QuotaRAMGB}
-	base, err := o.baseUsage(ctx)
-	if err != nil {
-		return 0, err
-	}
+	want := demand(flavor, g.Spec.NodeCount)
 	var accepted bool
-	var actual usage
+	message, reason := "", ngv1.ReasonQuotaExceeded
 	switch {
-	case st.accepted && g.Spec.NodeCount <= st.granted:
-		// Giving nodes back always succeeds.
-		accepted = true
-	case !st.accepted && opts.QuotaBatchWindow > 0:
-		b := o.batches[g.Name]
-		if b == nil {
-			b = o.enlistLocked(g.Name, st.changeSeen, want, opts)
-		}
-		if wait := b.judgedAt.Sub(now); wait > 0 && !b.decided {
-			return wait, nil
-		}
-		if !b.decided {
-			total := base.add(o.heldLocked(now, ""))
-			for _, u := range b.members {
-				total = total.add(u)
+	case !st.accepted && slices.Contains(faults, FaultUnknownRefusal):
+		reason = opts.UnknownFailureReason
+	case !st.accepted:
+		d, decided := o.quota.Decide(g.Name, now)
+		if !decided {
+			if d.At.IsZero() {
+				// The engine has lost the creation (only a bug would do it): enlisting it
+				// again beats waiting forever for a verdict.
+				o.quota.Create(g.Name, want, now)
+				st.enlistedGeneration = g.Generation
+				return max(opts.DecisionDelay, time.Millisecond), nil
 			}
-			b.decided, b.accepted, b.actual = true, total.fits(limit), total
-			log.Info("quota batch judged", "members", len(b.members), "accepted", b.accepted)
+			return max(d.At.Sub(now), time.Millisecond), nil
 		}
-		accepted, actual = b.accepted, b.actual
-		delete(o.batches, g.Name)
+		accepted, message = d.Accepted, d.Message
 	default:
-		actual = base.add(o.heldLocked(now, g.Name)).add(want)
-		accepted = actual.fits(limit)
+		if err := o.holdControlPlane(ctx, now); err != nil {
+			return 0, err
+		}
+		accepted, message = o.quota.Resize(g.Name, want, now)
 	}
 
 	st.judgedGeneration = g.Generation
 	if !accepted {
-		st.refused, st.rejected = true, want
-		st.refusalMessage = ""
-		if opts.LegacyQuotaMessage {
-			st.refusalMessage = quotaMessage(limit, actual)
-		}
-		log.Info("refused by quota", "nodeCount", g.Spec.NodeCount, "actual", actual)
+		st.refused, st.refusalReason, st.refusalMessage = true, reason, message
+		log.Info("refused", "reason", reason, "nodeCount", g.Spec.NodeCount, "message", message)
 		return 0, nil
 	}
-	st.refused, st.refusalMessage = false, ""
-	o.ledger[g.Name] = want
+	st.refused, st.refusalReason, st.refusalMessage = false, "", ""
 	op := &operation{creation: !st.accepted, start: st.changeSeen, from: st.granted}
 	if !st.accepted {
 		st.accepted, st.decidedAt = true, now
@@ -422,59 +536,25 @@ func (o *Operator) judge(ctx context.Context, log logr.Logger, g *ngv1.NodeGroup
 	st.granted = g.Spec.NodeCount
 	o.plan(op, st, faults, opts, now)
 	st.op = op
-	log.Info("accepted", "nodeCount", g.Spec.NodeCount, "creation", op.creation, "joinAt", op.joinAt, "syncAt", op.syncAt)
+	log.Info("accepted", "nodeCount", g.Spec.NodeCount, "creation", op.creation, "join", op.join, "sync", op.sync)
 	return 0, nil
 }
 
-// enlist puts a creation (or the re-judgement of a refused spec) seen at `at` into the quota
-// engine's open batch, or opens one (Options.QuotaBatchWindow).
-func (o *Operator) enlist(name string, at time.Time, want usage, opts Options) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.enlistLocked(name, at, want, opts)
+// demand is what n nodes of a flavor take of the quota.
+func demand(f cke.Flavor, n int32) quotaengine.Usage {
+	return quotaengine.Usage{CPU: f.CPU, GB: f.NominalGB}.Times(int64(n))
 }
 
-func (o *Operator) enlistLocked(name string, at time.Time, want usage, opts Options) *batch {
-	if b := o.batches[name]; b != nil {
-		if !b.decided {
-			b.members[name] = want // the spec may have changed before the judgement
-		}
-		return b
-	}
-	// A batch already judged takes no one, even a creation seen a moment before the
-	// judgement (the watch is not instantaneous): it opens the next one.
-	if o.batch == nil || o.batch.decided || !at.Before(o.batch.closesAt) {
-		o.batch = &batch{
-			closesAt: at.Add(opts.QuotaBatchWindow),
-			judgedAt: at.Add(max(opts.QuotaBatchWindow, opts.DecisionDelay)),
-			members:  map[string]usage{},
-		}
-	}
-	o.batch.members[name] = want
-	o.batches[name] = o.batch
-	return o.batch
-}
-
-// unlistLocked takes a group that went before its batch was judged out of the batch.
-func (o *Operator) unlistLocked(name string) {
-	if b := o.batches[name]; b != nil && !b.decided {
-		delete(b.members, name)
-	}
-	delete(o.batches, name)
-}
-
-// plan lays out an accepted operation's timeline.
+// plan lays out an accepted operation's milestones.
 func (o *Operator) plan(op *operation, st *groupState, faults []Fault, opts Options, now time.Time) {
-	shift := time.Duration(0)
+	op.join, op.sync, op.fail = never, never, never
 	if slices.Contains(faults, FaultUpstreamError) && opts.UpstreamErrorDuration > 0 {
-		// The call fails from the decision on, then goes through: everything after the
-		// decision moves by the error's duration.
-		op.errFrom, op.errUntil = now, now.Add(opts.UpstreamErrorDuration)
-		shift = opts.UpstreamErrorDuration
+		// The call fails from the decision on, then goes through.
+		op.fault = window{from: now, until: now.Add(opts.UpstreamErrorDuration)}
 	}
 	if !op.creation && st.granted < op.from {
 		// Scale-down: the extra VMs go after TeardownDelay, then the group is synced.
-		op.syncAt = op.start.Add(shift + opts.TeardownDelay)
+		op.sync = opts.TeardownDelay
 		return
 	}
 	join := opts.JoinDelay
@@ -483,20 +563,20 @@ func (o *Operator) plan(op *operation, st *groupState, faults []Fault, opts Opti
 	}
 	// Synced comes the drawn delay after the start, never before the node joined; a slow
 	// boot moves it by as much as it moves the join.
-	syncD := st.syncDelay + join - opts.JoinDelay
-	syncD = max(syncD, join)
-	op.joinAt = op.start.Add(shift + join)
-	op.syncAt = op.start.Add(shift + syncD)
+	op.join = join
+	op.sync = max(st.syncDelay+join-opts.JoinDelay, join)
 	if !op.creation {
 		return
 	}
 	switch {
 	case slices.Contains(faults, FaultLateRefusal):
-		op.failAt, op.joinAt, op.syncAt = op.joinAt, time.Time{}, time.Time{}
+		op.fail, op.join, op.sync = op.join, never, never
+	case slices.Contains(faults, FaultDeadLaunch):
+		op.fail, op.join, op.sync, op.failInPlace = op.join, never, never, true
 	case slices.Contains(faults, FaultNeverSyncNoNode):
-		op.joinAt, op.syncAt = time.Time{}, time.Time{}
+		op.join, op.sync = never, never
 	case slices.Contains(faults, FaultNeverSync):
-		op.syncAt = time.Time{}
+		op.sync = never
 	}
 }
 
@@ -515,8 +595,15 @@ func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 		}
 	}
 	op := st.op
-	if op != nil && !op.done && !op.syncAt.IsZero() && !now.Before(op.syncAt) {
-		op.done = true
+	var ws []window
+	if op != nil && !op.done {
+		ws = op.windows(opts)
+		if syncAt := op.at(op.sync, ws); !syncAt.IsZero() && !now.Before(syncAt) {
+			op.done = true
+			// The group's first reconcile (or a resize begun during it) is over: deleting it
+			// now gives its reservation back.
+			o.quota.Built(g.Name, now)
+		}
 	}
 	for i := 0; i < int(st.granted); i++ {
 		delete(st.removeAt, i)
@@ -526,10 +613,9 @@ func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 		}
 		var at time.Time
 		if op != nil && !op.done && int32(i) >= op.from {
-			if op.joinAt.IsZero() {
+			if at = op.at(op.join, ws); at.IsZero() {
 				continue // this operation never brings its nodes
 			}
-			at = op.joinAt
 		} else {
 			// The VM lives but its Node object went: its kubelet registers it again.
 			if _, ok := st.rejoinAt[i]; !ok {
@@ -576,7 +662,11 @@ func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 		delete(existing, idx)
 	}
 	if op != nil && !op.done {
-		for _, t := range []time.Time{op.errUntil, op.failAt, op.syncAt} {
+		wake := []time.Time{op.at(op.fail, ws), op.at(op.sync, ws)}
+		for _, w := range ws {
+			wake = append(wake, w.from, w.until)
+		}
+		for _, t := range wake {
 			if !t.IsZero() && now.Before(t) {
 				next.at(t)
 			}
@@ -592,12 +682,12 @@ func (o *Operator) converge(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 }
 
 // status writes what the operator has decided so far into s.
-func (o *Operator) status(s *ngv1.NodeGroupStatus, g *ngv1.NodeGroup, st *groupState, live int32, now time.Time) {
+func (o *Operator) status(s *ngv1.NodeGroupStatus, g *ngv1.NodeGroup, st *groupState, live int32, opts Options, now time.Time) {
 	if st.refused {
 		// The refusal is the whole write: no Creating, no ReconcileInProgress before it. A
 		// refused resize of a running group keeps what the group already showed.
-		s.Phase = ngv1.PhaseQuotaExceeded
-		setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ngv1.ReasonQuotaExceeded, st.refusalMessage)
+		s.Phase = st.refusalReason
+		setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, st.refusalReason, st.refusalMessage)
 		if st.accepted {
 			s.NodeCount = live
 		}
@@ -626,14 +716,21 @@ func (o *Operator) status(s *ngv1.NodeGroupStatus, g *ngv1.NodeGroup, st *groupS
 		s.Phase = ngv1.PhaseScaling
 		setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionTrue, ngv1.ReasonScaling, "")
 	}
+	ws := op.windows(opts)
+	failAt := op.at(op.fail, ws)
 	switch {
-	case !op.errUntil.IsZero() && now.Before(op.errUntil):
-		s.Phase = ngv1.PhaseUpstreamError
-		setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ngv1.ReasonUpstreamError, UpstreamErrorMessage)
-	case !op.failAt.IsZero() && !now.Before(op.failAt):
+	case !failAt.IsZero() && !now.Before(failAt) && op.failInPlace:
+		// The operator gave up without saying so: still Creating, no longer in progress.
+		reason := opts.UnknownFailureReason
+		setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionFalse, reason, "")
+		setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, reason, "")
+	case !failAt.IsZero() && !now.Before(failAt):
 		s.Phase = ReasonProvisioningFailed
 		setCondition(s, g, ngv1.ConditionReconcileInProgress, metav1.ConditionFalse, ReasonProvisioningFailed, "")
 		setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ReasonProvisioningFailed, fmt.Sprintf(LateRefusalMessage, g.Spec.Flavor))
+	case failing(ws, now):
+		s.Phase = ngv1.PhaseUpstreamError
+		setCondition(s, g, ngv1.ConditionReconcileFailed, metav1.ConditionTrue, ngv1.ReasonUpstreamError, UpstreamErrorMessage)
 	default:
 		if c := meta.FindStatusCondition(s.Conditions, ngv1.ConditionReconcileFailed); c != nil && c.Status == metav1.ConditionTrue {
 			// Recovered from an upstream error.
@@ -653,7 +750,6 @@ func (o *Operator) teardown(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 	}
 	if st.teardownAt.IsZero() {
 		st.teardownAt = now.Add(opts.TeardownDelay)
-		st.deletedDuringFirstReconcile = st.accepted && st.op != nil && st.op.creation && !st.op.done
 		log.Info("node group deleted, tearing down", "at", st.teardownAt)
 	}
 	if err := o.patchStatus(ctx, g, func(s *ngv1.NodeGroupStatus) {
@@ -672,8 +768,10 @@ func (o *Operator) teardown(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 		}
 	}
 	if !st.tornDown {
+		// The VMs are gone: the quota engine gives the reservation back, or leaks it (a
+		// refused group, one deleted before its decision or while its creation ran).
 		st.tornDown = true
-		o.release(g.Name, st, now)
+		o.quota.Delete(g.Name, now)
 	}
 	// Every Node of the group goes with its VM, including one that was already being deleted
 	// (e.g. by Karpenter) and must now show that its kubelet stopped.
@@ -756,7 +854,7 @@ func (o *Operator) vanish(ctx context.Context, log logr.Logger, g *ngv1.NodeGrou
 		return fmt.Errorf("deleting vanishing NodeGroup %q: %w", g.Name, err)
 	}
 	st.tornDown = true
-	o.release(g.Name, st, now)
+	o.quota.Drop(g.Name, now)
 	log.Info("node group vanished upstream")
 	return nil
 }
@@ -769,39 +867,21 @@ func (o *Operator) nodesOf(ctx context.Context, group string) ([]corev1.Node, er
 	return list.Items, nil
 }
 
-// baseUsage is what the organisation spends outside node groups: the control plane, whose
-// Nodes carry a flavor label and no group label. It reads the cache.
-func (o *Operator) baseUsage(ctx context.Context) (usage, error) {
+// holdControlPlane tells the quota engine what the control plane uses: its Nodes carry a
+// flavor label and no group label. It reads the cache.
+func (o *Operator) holdControlPlane(ctx context.Context, now time.Time) error {
 	list := &corev1.NodeList{}
 	if err := o.List(ctx, list, client.MatchingLabels{ngv1.LabelClusterNodeRole: ngv1.NodeRoleControlPlane}); err != nil {
-		return usage{}, fmt.Errorf("listing control-plane nodes: %w", err)
+		return fmt.Errorf("listing control-plane nodes: %w", err)
 	}
-	var u usage
+	var u quotaengine.Usage
 	for _, n := range list.Items {
 		if f, ok := cke.LookupFlavor(n.Labels[ngv1.LabelFlavor]); ok && n.Labels[ngv1.LabelNodeGroup] == "" {
-			u = u.add(usage{CPU: f.CPU, GB: f.NominalGB})
+			u = u.Add(demand(f, 1))
 		}
 	}
-	return u, nil
-}
-
-// heldLocked sums the ledger (except one group, which is being re-judged) and live leaks.
-func (o *Operator) heldLocked(now time.Time, except string) usage {
-	var u usage
-	for name, held := range o.ledger {
-		if name != except {
-			u = u.add(held)
-		}
-	}
-	leaks := o.leaks[:0]
-	for _, l := range o.leaks {
-		if now.Before(l.until) {
-			u = u.add(l.usage)
-			leaks = append(leaks, l)
-		}
-	}
-	o.leaks = leaks
-	return u
+	o.quota.Hold(controlPlaneHolder, u, now)
+	return nil
 }
 
 // state returns the operator's memory of a group, starting it at the first sight.
@@ -819,7 +899,7 @@ func (o *Operator) state(g *ngv1.NodeGroup, now time.Time, opts Options) *groupS
 		st.born = g.CreationTimestamp.Time
 		st.accepted, st.decidedAt, st.granted, st.judgedGeneration = true, st.born, g.Status.TargetNodeCount, g.Generation
 		if f, ok := cke.LookupFlavor(g.Spec.Flavor); ok {
-			o.ledger[g.Name] = usage{CPU: f.CPU, GB: f.NominalGB}.times(int64(st.granted))
+			o.quota.Hold(g.Name, demand(f, st.granted), now)
 		}
 	}
 	o.groups[g.UID] = st
@@ -842,40 +922,35 @@ func drawSyncDelay(opts Options, name string) time.Duration {
 	return d
 }
 
-// release gives a group's reservation back to the quota engine when its VMs are gone, or
-// leaks it: after a refusal, or when the group was deleted during its first reconcile.
-func (o *Operator) release(name string, st *groupState, now time.Time) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	held := o.ledger[name]
-	delete(o.ledger, name)
-	o.unlistLocked(name)
-	if o.opts.LeakedReservationTTL <= 0 {
-		return
-	}
-	var leaked usage
-	switch {
-	case st.refused && !st.accepted:
-		leaked = st.rejected
-	case st.deletedDuringFirstReconcile:
-		leaked = held
-	}
-	if leaked != (usage{}) {
-		o.leaks = append(o.leaks, leak{usage: leaked, until: now.Add(o.opts.LeakedReservationTTL)})
-	}
-}
-
+// forget drops the memory of a group whose object is gone. A group that went without the
+// operator's teardown (deleted before it held its finalizer) counts as deleted for the quota
+// engine; after a teardown the engine has forgotten it already.
 func (o *Operator) forget(name string) {
+	o.quota.Delete(name, time.Now())
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.ledger, name)
-	o.unlistLocked(name)
 	// No group of that name exists right now, so every state under it is stale.
 	for uid, st := range o.groups {
 		if st.name == name {
 			delete(o.groups, uid)
 		}
 	}
+}
+
+// knownGroups are requests for every group the operator remembers.
+func (o *Operator) knownGroups() []reconcile.Request {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	names := make([]string, 0, len(o.groups))
+	for _, st := range o.groups {
+		names = append(names, st.name)
+	}
+	slices.Sort(names)
+	reqs := make([]reconcile.Request, 0, len(names))
+	for _, n := range slices.Compact(names) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
+	}
+	return reqs
 }
 
 func upstreamID(g *ngv1.NodeGroup) string { return "nodegroup_" + string(g.UID) }
