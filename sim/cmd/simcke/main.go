@@ -50,6 +50,7 @@ func run() error {
 	}
 	op := &o.Operator
 	var faults, workerPool string
+	var outageAt, outageFor time.Duration
 	flag.String("profile", profile, "timings and quirks to start from: live (measured on CKE) or fast (compressed, for tests); the flags below override it")
 	flag.StringVar(&o.BinDir, "bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "folder with the pinned binaries (./sim/tools/build.sh prints it)")
 	flag.StringVar(&o.Dir, "dir", "", "work folder for kubeconfig, logs and audit log (default: a temporary folder, kept)")
@@ -60,6 +61,8 @@ func run() error {
 	flag.StringVar(&workerPool, "worker-pool", "", "pre-existing worker NodeGroup as NAME:FLAVOR:NODES, e.g. workers:S:1")
 	flag.Int64Var(&op.QuotaCPU, "quota-cpu", op.QuotaCPU, "organisation quota, vCPUs")
 	flag.Int64Var(&op.QuotaRAMGB, "quota-ram-gb", op.QuotaRAMGB, "organisation quota, GB")
+	flag.Int64Var(&op.OtherClusterCPU, "other-cluster-cpu", op.OtherClusterCPU, "vCPUs of the quota the organisation's other clusters use (counted, invisible in this cluster)")
+	flag.Int64Var(&op.OtherClusterGB, "other-cluster-gb", op.OtherClusterGB, "GB of the quota the organisation's other clusters use (counted, invisible in this cluster)")
 	flag.DurationVar(&op.DecisionDelay, "decision-delay", op.DecisionDelay, "NodeGroup creation to the operator's first status write (Creating or QuotaExceeded)")
 	flag.DurationVar(&op.JoinDelay, "join-delay", op.JoinDelay, "NodeGroup creation (or resize) to the Node joining")
 	flag.DurationVar(&op.SyncDelayMin, "sync-delay-min", op.SyncDelayMin, "NodeGroup creation to Synced/Ready, lower bound of the per-group draw")
@@ -71,6 +74,9 @@ func run() error {
 	flag.DurationVar(&op.VanishDelay, "vanish-delay", op.VanishDelay, "acceptance to upstream deletion of vanish-after-accept groups")
 	flag.DurationVar(&op.SlowBootDelay, "slow-boot-delay", op.SlowBootDelay, "creation to Node joining for slow-boot groups")
 	flag.DurationVar(&op.UpstreamErrorDuration, "upstream-error-duration", op.UpstreamErrorDuration, "how long the upstream-error fault lasts on each upstream call")
+	flag.DurationVar(&outageAt, "upstream-error-at", 0, "start of a platform-wide upstream failure, after the cluster is ready (with -upstream-error-for)")
+	flag.DurationVar(&outageFor, "upstream-error-for", 0, "length of the platform-wide upstream failure (0: none)")
+	flag.StringVar(&op.UnknownFailureReason, "unknown-failure-reason", op.UnknownFailureReason, "ReconcileFailed reason of the unknown-refusal and dead-launch faults (default "+operator.ReasonNetworkUnavailable+")")
 	flag.DurationVar(&op.QuotaBatchWindow, "quota-batch-window", op.QuotaBatchWindow, "judge creations within this window together (0: off)")
 	flag.DurationVar(&op.LeakedReservationTTL, "leaked-reservation-ttl", op.LeakedReservationTTL, "refused groups, and groups deleted during their creation, keep their reservation this long (0: off)")
 	flag.BoolVar(&op.LegacyQuotaMessage, "legacy-quota-message", op.LegacyQuotaMessage, "write the 2026-06 refusal message (Quota exceeded: RAM max: …) instead of today's empty one")
@@ -113,6 +119,9 @@ func run() error {
 			fmt.Fprintln(os.Stderr, "simcke: stopping:", err)
 		}
 	}()
+	if outageFor > 0 {
+		c.Operator().UpstreamOutage(time.Now().Add(outageAt), outageFor)
+	}
 	fmt.Printf("simulated CKE ready in %s\n  export KUBECONFIG=%s\n  logs: %s/logs\nCtrl-C to stop.\n",
 		time.Since(start).Round(100*time.Millisecond), c.KubeconfigPath(), c.Dir())
 	<-ctx.Done()
