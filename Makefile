@@ -74,7 +74,7 @@ fuzz: ## Fuzz the price-API decoders, the quota-message parser and the label rul
 	go test -run '^$$' -fuzz '^FuzzParseQuotaMessage$$' -fuzztime $(FUZZTIME) ./controller/nodegroup
 	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./controller/labels
 
-SOAK_SEEDS ?= 20000
+SOAK_SEEDS ?= 5000
 .PHONY: soak
 soak: ## Run the deterministic quota simulation over many more seeds than make test (SOAK_SEEDS, 3 simulated hours each).
 	go test -count=1 -timeout 120m -run '^TestSeeds$$' -v ./test/quotasim -quotasim.seeds=$(SOAK_SEEDS) -quotasim.duration=3h
