@@ -351,3 +351,20 @@ func TestARefusedGroupIsNeverChargedAfterItsRefusal(t *testing.T) {
 	h, _ = tr.ProvisionalHeadroom()
 	g.Expect(h).To(Equal(quota.Usage{CPU: 8, GB: -16}))
 }
+
+// Create may stop waiting for a verdict (the acceptance timeout): the count showing the group
+// accepted ends the probe, so the launches behind it do not wait for reservationTTL.
+func TestACountedAcceptanceEndsAProbe(t *testing.T) {
+	g := NewWithT(t)
+	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{})
+	observeProven(tr, quota.Usage{CPU: 40, GB: 40})
+	a, _ := tr.Try("probe", f2XS)
+	g.Expect(a).To(Equal(quota.Admitted))
+	a, _ = tr.Try("next", f2XS)
+	g.Expect(a).To(Equal(quota.Busy))
+	used := quota.Usage{CPU: 44, GB: 44}
+	tr.Record(quota.Observation{Usage: used, Proven: used, Groups: map[string]quota.Group{"probe": {State: quota.GroupCreating, Size: f2XS}}})
+	g.Expect(tr.ProbesInFlight()).To(BeZero())
+	a, _ = tr.Try("next", f2XS)
+	g.Expect(a).To(Equal(quota.Admitted))
+}

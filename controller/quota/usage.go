@@ -143,6 +143,13 @@ func (t *Tracker) Record(o Observation) {
 			delete(t.vouched, name)
 		}
 	}
+	// A launch whose acceptance the count shows is judged, even if Create gave up waiting for
+	// the verdict: a probe must not keep every other launch waiting until reservationTTL.
+	for name := range t.launches {
+		if t.groups[name].State.accepted() {
+			delete(t.launches, name)
+		}
+	}
 	// A cache that has not seen a refusal yet still charges the group: not again.
 	for name, r := range t.refusedGroups {
 		gr, seen := t.groups[name]
