@@ -8,7 +8,7 @@ import (
 )
 
 var (
-	seeds    = flag.Int("quotasim.seeds", 1000, "how many seeds (histories) to run")
+	seeds    = flag.Int("quotasim.seeds", 2000, "how many seeds (histories) to run")
 	first    = flag.Uint64("quotasim.seed", 1, "the first seed; run one failing seed with -quotasim.seeds=1 -quotasim.seed=N")
 	trace    = flag.Bool("quotasim.trace", false, "print every seed's trace")
 	duration = flag.Duration("quotasim.duration", time.Hour, "simulated time per seed")
