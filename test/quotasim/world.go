@@ -3,7 +3,7 @@
 // simulated CKE's own quota engine (sim/quotaengine, the one the simulated operator runs), on
 // a fake clock, driven by random demand and a hostile platform: batch judging, leaked
 // reservations, other clusters of the organisation using the quota unseen, the quota raised
-// and lowered at run time, groups deleted during their first reconcile.
+// and lowered at run time, groups deleted during their first reconcile, groups resized by hand.
 //
 // One seed is one history. Run checks the guarantees the tracker documents on every step and
 // returns the first violation with the seed and the trace of the steps that led to it, so a
@@ -66,8 +66,8 @@ const (
 type podState uint8
 
 const (
-	pending podState = iota // no group in flight
-	launching               // a group awaits its verdict, or its node
+	pending   podState = iota // no group in flight
+	launching                 // a group awaits its verdict, or its node
 	running
 )
 
@@ -98,6 +98,9 @@ type group struct {
 	deleting bool
 	goneAt   time.Time
 	probe    bool
+	// nodes is the group's node count: 1, or 2 while a user's out-of-band resize holds.
+	nodes    int64
+	revertAt time.Time
 }
 
 // World is one history.
@@ -133,7 +136,7 @@ type World struct {
 // Stats sums what a run did.
 type Stats struct {
 	Steps, Launches, Accepted, Refusals, Undeserved, Started int
-	LongestWait                                             time.Duration
+	LongestWait                                              time.Duration
 }
 
 // New builds a world for a seed.
@@ -223,6 +226,27 @@ func (w *World) platformEvents() {
 		}
 		other := w.randomOther(limit)
 		w.changePlatform(limit, other)
+	}
+	if w.chance(45 * time.Minute) {
+		for _, name := range w.sortedGroups() {
+			g := w.groups[name]
+			if g.state == built && !g.deleting && g.nodes == 1 {
+				ok, _ := w.eng.Resize(name, quotaengine.Usage(g.size.Times(2)), w.now())
+				w.logf("%s resized by hand to 2 nodes: accepted %v", name, ok)
+				if ok {
+					g.nodes = 2
+				}
+				g.revertAt = w.now().Add(10 * time.Minute)
+				break
+			}
+		}
+	}
+	for _, name := range w.sortedGroups() {
+		if g := w.groups[name]; !g.revertAt.IsZero() && !w.now().Before(g.revertAt) {
+			w.eng.Resize(name, quotaengine.Usage(g.size), w.now())
+			g.nodes, g.revertAt = 1, time.Time{}
+			w.logf("%s resized back to 1 node", name)
+		}
 	}
 	if w.chance(30 * time.Minute) {
 		for _, name := range w.sortedGroups() {
@@ -364,7 +388,8 @@ func (w *World) observe() {
 	o := quota.Observation{Usage: controlPlane, Proven: controlPlane, Groups: make(map[string]quota.Group, len(w.groups))}
 	for name := range w.groups { // a sum and a map: the order does not matter
 		g := w.groups[name]
-		gr := quota.Group{Size: g.size, Deleting: g.deleting}
+		// A refused resize charges the running node only, as the usage controller counts it.
+		gr := quota.Group{Size: g.size.Times(g.nodes), Deleting: g.deleting}
 		switch g.state {
 		case awaiting:
 			gr.State = quota.GroupCharged
@@ -377,10 +402,10 @@ func (w *World) observe() {
 		}
 		o.Groups[name] = gr
 		if gr.State != quota.GroupUncharged {
-			o.Usage = o.Usage.Add(g.size)
+			o.Usage = o.Usage.Add(gr.Size)
 		}
 		if gr.State == quota.GroupCreating || gr.State == quota.GroupBuilt {
-			o.Proven = o.Proven.Add(g.size)
+			o.Proven = o.Proven.Add(gr.Size)
 		}
 	}
 	w.tr.Record(o)
@@ -412,7 +437,7 @@ func (w *World) launch() {
 			continue
 		}
 		w.Stats.Launches++
-		g := &group{name: name, size: flavors[f], flavor: f, pod: p, probe: w.tr.ProbesInFlight() > 0}
+		g := &group{name: name, size: flavors[f], flavor: f, pod: p, probe: w.tr.ProbesInFlight() > 0, nodes: 1}
 		w.groups[name] = g
 		p.state, p.group = launching, name
 		w.eng.Create(name, quotaengine.Usage(flavors[f]), w.now())
