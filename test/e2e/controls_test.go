@@ -63,7 +63,7 @@ func TestExpireAfter(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand, expireAfter("30s"))
 	d := s.Deployment("ephemeral", pool.Name, 1, "1", "1Gi")
-	pods := s.WaitRunning(d, 1, launchTimeout)
+	pods := s.WaitRunning(d, 1, harness.LaunchTimeout)
 	oldNode := pods[0].Spec.NodeName
 	claims, err := env.NodeClaims(s.Ctx, pool.Name)
 	Expect(err).NotTo(HaveOccurred())

@@ -16,13 +16,6 @@ import (
 // before acting, then drains and the NodeGroup's teardown runs.
 const disruptTimeout = 2 * time.Minute
 
-func groupsOf(s *harness.Scenario, pool string) []ngv1.NodeGroup {
-	s.T.Helper()
-	groups, err := env.PoolNodeGroups(s.Ctx, pool)
-	Expect(err).NotTo(HaveOccurred())
-	return groups
-}
-
 func flavors(groups []ngv1.NodeGroup) []string {
 	var out []string
 	for _, g := range groups {
@@ -38,13 +31,13 @@ func TestConsolidationDelete(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, 5*time.Second)
 	d := s.Deployment("spread", pool.Name, 3, "1", "1Gi", harness.OnePerNode)
-	s.WaitRunning(d, 3, launchTimeout)
-	Expect(flavors(groupsOf(s, pool.Name))).To(ConsistOf("2XS", "2XS", "2XS"))
+	s.WaitRunning(d, 3, harness.LaunchTimeout)
+	Expect(flavors(s.PoolGroups(pool.Name))).To(ConsistOf("2XS", "2XS", "2XS"))
 	deletesBefore := s.Metric("karpenter_voluntary_disruption_decisions_total", map[string]string{"decision": "delete"})
 
 	s.Scale(d, 1)
 	Eventually(func(g Gomega) {
-		g.Expect(groupsOf(s, pool.Name)).To(HaveLen(1), "NodeGroups of the pool")
+		g.Expect(s.PoolGroups(pool.Name)).To(HaveLen(1), "NodeGroups of the pool")
 		nodes, err := env.PoolNodes(s.Ctx, pool.Name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(nodes).To(HaveLen(1), "nodes of the pool")
@@ -53,7 +46,7 @@ func TestConsolidationDelete(t *testing.T) {
 		g.Expect(claims).To(HaveLen(1), "NodeClaims of the pool")
 	}).WithTimeout(disruptTimeout).WithPolling(time.Second).Should(Succeed())
 	pods := s.WaitRunning(d, 1, 30*time.Second)
-	Expect(pods[0].Spec.NodeName).To(Equal(ngv1.NodeName(groupsOf(s, pool.Name)[0].Name, 0)))
+	Expect(pods[0].Spec.NodeName).To(Equal(ngv1.NodeName(s.PoolGroups(pool.Name)[0].Name, 0)))
 	Expect(s.Metric("karpenter_voluntary_disruption_decisions_total", map[string]string{"decision": "delete"})).To(BeNumerically(">", deletesBefore))
 }
 
@@ -64,8 +57,8 @@ func TestConsolidationReplace(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, 5*time.Second, harness.OnDemand)
 	d := s.Deployment("shrink", pool.Name, 5, "1", "1Gi")
-	s.WaitRunning(d, 5, launchTimeout)
-	Expect(flavors(groupsOf(s, pool.Name))).To(ConsistOf("XS"))
+	s.WaitRunning(d, 5, harness.LaunchTimeout)
+	Expect(flavors(s.PoolGroups(pool.Name))).To(ConsistOf("XS"))
 	replacesBefore := s.Metric("karpenter_voluntary_disruption_decisions_total", map[string]string{"decision": "replace"})
 
 	s.Scale(d, 1)
@@ -79,7 +72,7 @@ func TestConsolidationReplace(t *testing.T) {
 		g.Expect(nodes[0].Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "2XS"))
 	}).WithTimeout(disruptTimeout).WithPolling(time.Second).Should(Succeed())
 	pods := s.WaitRunning(d, 1, time.Minute)
-	Expect(pods[0].Spec.NodeName).To(Equal(ngv1.NodeName(groupsOf(s, pool.Name)[0].Name, 0)))
+	Expect(pods[0].Spec.NodeName).To(Equal(ngv1.NodeName(s.PoolGroups(pool.Name)[0].Name, 0)))
 	Expect(s.Metric("karpenter_voluntary_disruption_decisions_total", map[string]string{"decision": "replace"})).To(BeNumerically(">", replacesBefore))
 }
 
@@ -89,13 +82,13 @@ func TestScaleToZero(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, 5*time.Second)
 	d := s.Deployment("zero", pool.Name, 2, "1", "1Gi")
-	s.WaitRunning(d, 2, launchTimeout)
-	groups := groupsOf(s, pool.Name)
+	s.WaitRunning(d, 2, harness.LaunchTimeout)
+	groups := s.PoolGroups(pool.Name)
 	Expect(groups).To(HaveLen(1))
 
 	s.Scale(d, 0)
 	Eventually(func(g Gomega) {
-		g.Expect(groupsOf(s, pool.Name)).To(BeEmpty(), "NodeGroups of the pool")
+		g.Expect(s.PoolGroups(pool.Name)).To(BeEmpty(), "NodeGroups of the pool")
 		nodes, err := env.PoolNodes(s.Ctx, pool.Name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(nodes).To(BeEmpty(), "nodes of the pool")

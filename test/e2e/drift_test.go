@@ -23,8 +23,8 @@ func TestDrift(t *testing.T) {
 	class := s.NodeClass("", map[string]string{"example.com/rev": "one"})
 	pool := s.NodePool("", class, nil, time.Hour)
 	d := s.Deployment("drifter", pool.Name, 1, "1", "1Gi")
-	s.WaitRunning(d, 1, launchTimeout)
-	old := groupsOf(s, pool.Name)
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
+	old := s.PoolGroups(pool.Name)
 	Expect(old).To(HaveLen(1))
 	oldNode := ngv1.NodeName(old[0].Name, 0)
 
@@ -58,7 +58,7 @@ func TestDrift(t *testing.T) {
 
 	var fresh ngv1.NodeGroup
 	Eventually(func(g Gomega) {
-		groups := groupsOf(s, pool.Name)
+		groups := s.PoolGroups(pool.Name)
 		g.Expect(groups).To(HaveLen(1))
 		g.Expect(groups[0].Name).NotTo(Equal(old[0].Name), "the drifted group is replaced")
 		fresh = groups[0]

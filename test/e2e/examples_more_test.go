@@ -109,13 +109,13 @@ func TestExamplesPlacement(t *testing.T) {
 	poolsReady(s, "default", "weighted-high", "weighted-low")
 	inflate := deploymentOf(applyExample(s, "inflate.yaml"))
 	s.Scale(inflate, 1)
-	inflateNode := nodeOf(s, s.WaitRunning(inflate, 1, launchTimeout)[0])
+	inflateNode := nodeOf(s, s.WaitRunning(inflate, 1, harness.LaunchTimeout)[0])
 	Expect(flavorOf(inflateNode)).To(Equal("S"), "weighted-pools: weighted-high's S")
 	Expect(inflateNode.Labels).To(HaveKeyWithValue(karpv1.NodePoolLabelKey, "weighted-high"))
 
 	// Then alone, so that no other workload's nodes can take its pods.
 	small := deploymentOf(applyExample(s, "prefer-small.yaml"))
-	pods := s.WaitRunning(small, 3, launchTimeout)
+	pods := s.WaitRunning(small, 3, harness.LaunchTimeout)
 	hosts := map[string]bool{}
 	for _, p := range pods {
 		Expect(flavorOf(nodeOf(s, p))).To(Equal("2XS"), "prefer-small pod %s", p.Name)
@@ -137,17 +137,17 @@ func TestExamplesPlacement(t *testing.T) {
 	capped := s.Deployment("capped-probe", "capped", 3, "3", "1Gi")
 	lifetime := s.Deployment("lifetime-probe", "short-lived", 1, "1", "1Gi")
 
-	Expect(flavorOf(nodeOf(s, s.WaitRunning(pinned, 1, launchTimeout)[0]))).To(Equal("M"), "flavor-pinned")
+	Expect(flavorOf(nodeOf(s, s.WaitRunning(pinned, 1, harness.LaunchTimeout)[0]))).To(Equal("M"), "flavor-pinned")
 	hosts = map[string]bool{}
-	for _, p := range s.WaitRunning(spread, 3, launchTimeout) {
+	for _, p := range s.WaitRunning(spread, 3, harness.LaunchTimeout) {
 		hosts[p.Spec.NodeName] = true
 	}
 	Expect(hosts).To(HaveLen(3), "one-pod-per-node: three distinct nodes")
-	Expect(flavorOf(nodeOf(s, s.WaitRunning(large, 1, launchTimeout)[0]))).To(Equal("L"), "large-instances")
-	Expect(flavorOf(nodeOf(s, s.WaitRunning(smallFit, 1, launchTimeout)[0]))).To(Equal("S"), "small-flavors, 10Gi")
-	Expect(flavorOf(nodeOf(s, s.WaitRunning(flexible, 1, launchTimeout)[0]))).To(Equal("2XS"), "min-values")
-	s.WaitRunning(lifetime, 1, launchTimeout)
-	Eventually(func() int { n, _ := s.RunningPods(capped); return n }).WithTimeout(launchTimeout).Should(Equal(2), "cpu-limit: two 3 vCPU pods run")
+	Expect(flavorOf(nodeOf(s, s.WaitRunning(large, 1, harness.LaunchTimeout)[0]))).To(Equal("L"), "large-instances")
+	Expect(flavorOf(nodeOf(s, s.WaitRunning(smallFit, 1, harness.LaunchTimeout)[0]))).To(Equal("S"), "small-flavors, 10Gi")
+	Expect(flavorOf(nodeOf(s, s.WaitRunning(flexible, 1, harness.LaunchTimeout)[0]))).To(Equal("2XS"), "min-values")
+	s.WaitRunning(lifetime, 1, harness.LaunchTimeout)
+	Eventually(func() int { n, _ := s.RunningPods(capped); return n }).WithTimeout(harness.LaunchTimeout).Should(Equal(2), "cpu-limit: two 3 vCPU pods run")
 
 	for _, c := range mustClaims(s, "flexible") {
 		var req *karpv1.NodeSelectorRequirementWithMinValues
@@ -196,13 +196,13 @@ func TestExamplesDisruptionControls(t *testing.T) {
 	poolsReady(s, "default", "frozen")
 	guarded := deploymentOf(applyExample(s, "do-not-disrupt.yaml"))
 	probe := s.Deployment("frozen-probe", "frozen", 1, "1", "1Gi")
-	guardedPod := s.WaitRunning(guarded, 1, launchTimeout)[0]
+	guardedPod := s.WaitRunning(guarded, 1, harness.LaunchTimeout)[0]
 	guardedNode := guardedPod.Spec.NodeName
 	// After the guarded pod runs: in one batch, Karpenter counts the first claim at its
 	// largest flavor (an XL) against the pool's 16 vCPU limit and defers the second pod.
 	control := s.Deployment("control", "default", 1, "1", "1Gi", harness.AwayFrom(guarded.Spec.Selector.MatchLabels))
-	controlNode := s.WaitRunning(control, 1, launchTimeout)[0].Spec.NodeName
-	frozenNode := s.WaitRunning(probe, 1, launchTimeout)[0].Spec.NodeName
+	controlNode := s.WaitRunning(control, 1, harness.LaunchTimeout)[0].Spec.NodeName
+	frozenNode := s.WaitRunning(probe, 1, harness.LaunchTimeout)[0].Spec.NodeName
 	Expect(controlNode).NotTo(Equal(guardedNode))
 	s.Scale(probe, 0)
 	Eventually(func() []corev1.Pod { return s.Pods(probe) }).WithTimeout(30 * time.Second).Should(BeEmpty())
@@ -272,7 +272,7 @@ func TestExamplePDB(t *testing.T) {
 	applyExample(s, "general-purpose.yaml")
 	poolsReady(s, "default")
 	web := deploymentOf(applyExample(s, "pdb.yaml"))
-	pods := s.WaitRunning(web, 3, launchTimeout)
+	pods := s.WaitRunning(web, 3, harness.LaunchTimeout)
 	oldNode := pods[0].Spec.NodeName
 	for _, p := range pods {
 		Expect(p.Spec.NodeName).To(Equal(oldNode), "the three replicas share one node, or the budget proves nothing")

@@ -53,8 +53,8 @@ func TestExampleGeneralPurposeInflate(t *testing.T) {
 	d := deploymentOf(applyExample(s, "inflate.yaml"))
 	Expect(d).NotTo(BeNil())
 	s.Scale(d, 3)
-	s.WaitRunning(d, 3, launchTimeout)
-	Expect(flavors(groupsOf(s, "default"))).To(ConsistOf("2XS"))
+	s.WaitRunning(d, 3, harness.LaunchTimeout)
+	Expect(flavors(s.PoolGroups("default"))).To(ConsistOf("2XS"))
 	nodes, err := env.PoolNodes(s.Ctx, "default")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(nodes).To(HaveLen(1))
@@ -62,7 +62,7 @@ func TestExampleGeneralPurposeInflate(t *testing.T) {
 
 	s.Scale(d, 0)
 	Eventually(func(g Gomega) {
-		g.Expect(groupsOf(s, "default")).To(BeEmpty())
+		g.Expect(s.PoolGroups("default")).To(BeEmpty())
 	}).WithTimeout(disruptTimeout).WithPolling(time.Second).Should(Succeed())
 }
 
@@ -73,8 +73,8 @@ func TestExampleTeamPool(t *testing.T) {
 	s := harness.NewScenario(t, env)
 	applyExample(s, "team-pool.yaml")
 	d := deploymentOf(applyExample(s, "team-workload.yaml"))
-	s.WaitRunning(d, 1, launchTimeout)
-	groups := groupsOf(s, "team-data")
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
+	groups := s.PoolGroups("team-data")
 	Expect(flavors(groups)).To(ConsistOf("S"))
 	Expect(groups[0].Spec.Labels).To(HaveKeyWithValue("example.com/team", "data"))
 	nodes, err := env.PoolNodes(s.Ctx, "team-data")

@@ -26,7 +26,7 @@ func TestForegroundDeletionDrainsFirst(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Hour)
 	d := s.Deployment("guarded", pool.Name, 1, "1", "1Gi")
-	pods := s.WaitRunning(d, 1, launchTimeout)
+	pods := s.WaitRunning(d, 1, harness.LaunchTimeout)
 	node := pods[0].Spec.NodeName
 	claims, err := env.NodeClaims(s.Ctx, pool.Name)
 	Expect(err).NotTo(HaveOccurred())
@@ -71,6 +71,6 @@ func TestForegroundDeletionDrainsFirst(t *testing.T) {
 		g.Expect(env.Client.Get(s.Ctx, client.ObjectKey{Name: node}, &corev1.Node{})).NotTo(Succeed(), "its node is gone")
 		g.Expect(env.Client.Get(s.Ctx, client.ObjectKeyFromObject(&claim), &karpv1.NodeClaim{})).NotTo(Succeed(), "the claim is gone")
 	}).WithTimeout(disruptTimeout).WithPolling(time.Second).Should(Succeed())
-	pods = s.WaitRunning(d, 1, launchTimeout)
+	pods = s.WaitRunning(d, 1, harness.LaunchTimeout)
 	Expect(pods[0].Spec.NodeName).NotTo(Equal(node))
 }

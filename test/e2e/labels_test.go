@@ -33,17 +33,17 @@ func TestRegionSelectorGetsExactlyOneNode(t *testing.T) {
 	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
-	created := watchGroupCreations(s, pool.Name)
+	created := s.WatchGroupCreations(pool.Name)
 	d := s.Deployment("in-par", pool.Name, 1, "1", "1Gi", nodeSelector(corev1.LabelTopologyRegion, "par"))
 
-	pods := s.WaitRunning(d, 1, launchTimeout)
+	pods := s.WaitRunning(d, 1, harness.LaunchTimeout)
 	node := &corev1.Node{}
 	Expect(env.Client.Get(s.Ctx, client.ObjectKey{Name: pods[0].Spec.NodeName}, node)).To(Succeed())
 	Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelTopologyRegion, "par"))
 	Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelTopologyZone, "par"))
-	Expect(created.count()).To(Equal(1), "NodeGroups created for one pod")
+	Expect(created.Count()).To(Equal(1), "NodeGroups created for one pod")
 	// The group itself asks the platform for no topology label nor any key Karpenter owns.
-	g := groupsOf(s, pool.Name)[0]
+	g := s.PoolGroups(pool.Name)[0]
 	for k := range g.Spec.Labels {
 		Expect(k).NotTo(HavePrefix("karpenter.sh/"))
 		Expect(k).NotTo(HavePrefix("topology.kubernetes.io/"))
@@ -60,8 +60,8 @@ func TestRestartWithAResizedGroupKeepsProvisioning(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
 	first := s.Deployment("before", pool.Name, 1, "1", "1Gi")
-	s.WaitRunning(first, 1, launchTimeout)
-	g := groupsOf(s, pool.Name)[0]
+	s.WaitRunning(first, 1, harness.LaunchTimeout)
+	g := s.PoolGroups(pool.Name)[0]
 	harness.Update(s, &g, func(g *ngv1.NodeGroup) { g.Spec.NodeCount = 2 })
 	extra := &corev1.Node{}
 	Eventually(func() error {
@@ -75,7 +75,7 @@ func TestRestartWithAResizedGroupKeepsProvisioning(t *testing.T) {
 		return s.Metric("karpenter_cluster_state_synced", nil)
 	}).WithTimeout(30*time.Second).WithPolling(500*time.Millisecond).Should(Equal(1.0), "core's cluster state synced after the restart")
 	second := s.Deployment("after", pool.Name, 1, "1", "1Gi", harness.AwayFrom(first.Spec.Selector.MatchLabels))
-	s.WaitRunning(second, 1, launchTimeout)
+	s.WaitRunning(second, 1, harness.LaunchTimeout)
 	// Give the extra node back before cleanup, as a user who resized by mistake would.
 	harness.Update(s, &g, func(g *ngv1.NodeGroup) { g.Spec.NodeCount = 1 })
 }

@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -18,37 +14,6 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
-
-// groupCreations counts the NodeGroups ever created for a pool while the scenario runs, so a
-// scenario can prove that a launch did not go through a create → delete → create cycle.
-type groupCreations struct {
-	mu    sync.Mutex
-	names map[string]bool
-}
-
-func watchGroupCreations(s *harness.Scenario, pool string) *groupCreations {
-	s.T.Helper()
-	w, err := env.Client.Watch(s.Ctx, &ngv1.NodeGroupList{}, client.MatchingLabels{karpv1.NodePoolLabelKey: pool})
-	Expect(err).NotTo(HaveOccurred())
-	s.T.Cleanup(w.Stop)
-	c := &groupCreations{names: map[string]bool{}}
-	go func() {
-		for ev := range w.ResultChan() {
-			if g, ok := ev.Object.(*ngv1.NodeGroup); ok && ev.Type == watch.Added {
-				c.mu.Lock()
-				c.names[g.Name] = true
-				c.mu.Unlock()
-			}
-		}
-	}()
-	return c
-}
-
-func (c *groupCreations) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.names)
-}
 
 // Create returns on the operator's decision (Creating, ~1 s), not on Synced: the node joins
 // and runs the pod while its group is still Creating, and the NodeClaim is launched (with its
@@ -65,8 +30,8 @@ func TestLaunchReturnsOnTheDecision(t *testing.T) {
 	pool := s.NodePool("", class, nil, time.Minute)
 	d := s.Deployment("decided", pool.Name, 1, "1", "1Gi")
 
-	pods := s.WaitRunning(d, 1, launchTimeout)
-	groups := groupsOf(s, pool.Name)
+	pods := s.WaitRunning(d, 1, harness.LaunchTimeout)
+	groups := s.PoolGroups(pool.Name)
 	Expect(groups).To(HaveLen(1))
 	g := groups[0]
 	Expect(g.Status.Phase).To(Equal(ngv1.PhaseCreating), "the pod runs while its group is still Creating")
@@ -103,7 +68,7 @@ func TestLateRefusalFailsTheLaunchAtOnce(t *testing.T) {
 	})
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, []string{"2XS"}, time.Minute)
-	created := watchGroupCreations(s, pool.Name)
+	created := s.WatchGroupCreations(pool.Name)
 	d := s.Deployment("refused-late", pool.Name, 1, "1", "1Gi")
 
 	var first karpv1.NodeClaim
@@ -113,7 +78,7 @@ func TestLateRefusalFailsTheLaunchAtOnce(t *testing.T) {
 		g.Expect(claims).NotTo(BeEmpty())
 		first = claims[0]
 		g.Expect(first.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue()).To(BeTrue(), "launched on the timeout")
-	}).WithTimeout(launchTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(harness.LaunchTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
 	launchedAt := time.Now()
 
 	Eventually(func(g Gomega) {
@@ -126,10 +91,10 @@ func TestLateRefusalFailsTheLaunchAtOnce(t *testing.T) {
 	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 	t.Logf("refused launch failed %s after Create returned", time.Since(launchedAt).Round(100*time.Millisecond))
 	Expect(s.Metric("karpenter_clevercloud_nodegroup_late_refusals_total", map[string]string{"reason": ngv1.ReasonQuotaExceeded})).To(BeNumerically(">=", 1))
-	Expect(s.Metric("karpenter_clevercloud_quota_limit", map[string]string{"resource": "memory_gb"})).To(BeNumerically(">", 0), "the refusal taught the quota tracker")
+	Expect(s.Metric("karpenter_clevercloud_quota_refusals_remembered", nil)).To(BeNumerically(">=", 1), "the refusal taught the quota tracker")
 	// What was learned stops the create → reject cycle: no new group in the next 15 s.
-	n := created.count()
-	Consistently(created.count).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Equal(n), "NodeGroups created after the refusal was learned")
+	n := created.Count()
+	Consistently(created.Count).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Equal(n), "NodeGroups created after the refusal was learned")
 	Expect(s.Pods(d)).To(HaveLen(1))
 }
 
@@ -143,13 +108,13 @@ func TestTransientUpstreamErrorIsSurfacedNotDeleted(t *testing.T) {
 	})
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
-	created := watchGroupCreations(s, pool.Name)
+	created := s.WatchGroupCreations(pool.Name)
 	d := s.Deployment("flaky-upstream", pool.Name, 1, "1", "1Gi")
 
-	s.WaitRunning(d, 1, 2*launchTimeout)
+	s.WaitRunning(d, 1, 2*harness.LaunchTimeout)
 	Expect(s.EventsSince(cloudprovider.ReasonTransientFailure, "")).NotTo(BeEmpty())
 	Expect(s.Metric("karpenter_clevercloud_nodegroup_transient_failures_total", map[string]string{"reason": ngv1.ReasonUpstreamError})).To(BeNumerically(">=", 1))
-	Expect(created.count()).To(Equal(1), "one NodeGroup, never deleted and re-created")
+	Expect(created.Count()).To(Equal(1), "one NodeGroup, never deleted and re-created")
 	Expect(s.EventsSince(launch.ReasonRefusedAfterLaunch, "")).To(BeEmpty())
 }
 
@@ -164,7 +129,7 @@ func TestGroupThatNeverSyncsIsReportedOverdue(t *testing.T) {
 	pool := s.NodePool("", class, nil, time.Minute)
 	d := s.Deployment("never-synced", pool.Name, 1, "1", "1Gi")
 
-	s.WaitRunning(d, 1, launchTimeout)
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
 	claims, err := env.NodeClaims(s.Ctx, pool.Name)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(claims).To(HaveLen(1))
@@ -177,7 +142,7 @@ func TestGroupThatNeverSyncsIsReportedOverdue(t *testing.T) {
 	Expect(env.Client.Get(s.Ctx, client.ObjectKeyFromObject(&claim), got)).To(Succeed())
 	Expect(got.UID).To(Equal(claim.UID))
 	Expect(got.DeletionTimestamp).To(BeNil(), "an overdue launch is reported, not deleted")
-	Expect(groupsOf(s, pool.Name)[0].Status.Phase).To(Equal(ngv1.PhaseCreating))
+	Expect(s.PoolGroups(pool.Name)[0].Status.Phase).To(Equal(ngv1.PhaseCreating))
 }
 
 // A flavor outside the served CRD's enum (a typo or a flavor CKE does not sell, added through
@@ -185,22 +150,17 @@ func TestGroupThatNeverSyncsIsReportedOverdue(t *testing.T) {
 // retried in a loop, and the pod lands on a flavor the platform knows.
 func TestFlavorTheAPIRefusesIsOfferedAsUnavailable(t *testing.T) {
 	s := harness.NewScenario(t, env)
-	s.AllowErrors(`failed launching nodeclaim.*(2XL|Unsupported value)`)
-	path := filepath.Join(t.TempDir(), "flavors.yaml")
-	// Half a 2XS: cheaper at any rates the price API gives, so Karpenter tries it first.
-	Expect(os.WriteFile(path, []byte("- name: 2XL\n  cpu: 2\n  memoryKi: 1857672\n  nominalGB: 2\n  priceHourly: 0.0167\n"), 0o600)).To(Succeed())
-	s.RestartController(map[string]string{"FLAVORS_CONFIG_PATH": path})
-	t.Cleanup(func() { s.RestartController(nil) })
+	s.RestartWithUnservedFlavor()
 
 	class := s.NodeClass("", nil)
-	pool := s.NodePool("", class, []string{"2XL", "2XS"}, time.Minute)
+	pool := s.NodePool("", class, []string{harness.UnservedFlavor, "2XS"}, time.Minute)
 	d := s.Deployment("known-flavor", pool.Name, 1, "1", "1Gi")
-	s.WaitRunning(d, 1, 2*launchTimeout)
-	Expect(flavors(groupsOf(s, pool.Name))).To(ConsistOf("2XS"))
+	s.WaitRunning(d, 1, 2*harness.LaunchTimeout)
+	Expect(flavors(s.PoolGroups(pool.Name))).To(ConsistOf("2XS"))
 	Expect(s.EventsSince(cloudprovider.ReasonFlavorUnsupported, "")).NotTo(BeEmpty())
-	tries := s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"flavor": "2XL", "outcome": "FlavorUnsupported"})
+	tries := s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"flavor": harness.UnservedFlavor, "outcome": "FlavorUnsupported"})
 	Expect(tries).To(BeNumerically(">=", 1))
 	Consistently(func() float64 {
-		return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"flavor": "2XL", "outcome": "FlavorUnsupported"})
+		return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"flavor": harness.UnservedFlavor, "outcome": "FlavorUnsupported"})
 	}).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Equal(tries), "the refused flavor is not retried")
 }

@@ -55,12 +55,12 @@ func TestNodeOverlayPriceSteersTheFlavor(t *testing.T) {
 	overlayValidated(s, overlay)
 
 	d := s.Deployment("overlaid", "default", 1, "1", "1Gi")
-	s.WaitRunning(d, 1, launchTimeout)
-	Expect(flavorsOf(s, "default")).To(ConsistOf("XS"), "the overlay prices 2XS above XS")
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
+	Expect(s.PoolFlavors("default")).To(ConsistOf("XS"), "the overlay prices 2XS above XS")
 
 	Expect(env.Client.Delete(s.Ctx, overlay)).To(Succeed())
 	Eventually(func(g Gomega) {
-		g.Expect(flavorsOf(s, "default")).To(ConsistOf("2XS"))
+		g.Expect(s.PoolFlavors("default")).To(ConsistOf("2XS"))
 		running, _ := s.RunningPods(d)
 		g.Expect(running).To(Equal(1))
 	}).WithTimeout(30*time.Second+disruptTimeout).WithPolling(time.Second).Should(Succeed(), "without the overlay, consolidation replaces the XS with the cheaper 2XS")

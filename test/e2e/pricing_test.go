@@ -26,19 +26,6 @@ const (
 	ramRate  = 0.00555555555
 )
 
-// flavorsOf returns the flavors of the pool's NodeGroups.
-func flavorsOf(s *harness.Scenario, pool string) []string {
-	groups, err := s.Env.PoolNodeGroups(s.Ctx, pool)
-	Expect(err).NotTo(HaveOccurred())
-	var out []string
-	for _, g := range groups {
-		if g.DeletionTimestamp == nil {
-			out = append(out, g.Spec.Flavor)
-		}
-	}
-	return out
-}
-
 // renderFlavorsConfig renders the bundle with flavors/pins.cue replaced by pins, the way
 // `cue export ./cue` does after a user edits that file, and returns the flavors ConfigMap's
 // file as the controller would mount it.
@@ -109,8 +96,8 @@ func TestPinnedPriceInFlavorsDecidesTheFlavor(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, []string{"2XS", "M"}, time.Minute, harness.OnDemand)
 	d := s.Deployment("pinned", pool.Name, 1, "1", "1Gi")
-	s.WaitRunning(d, 1, launchTimeout)
-	Expect(flavorsOf(s, pool.Name)).To(ConsistOf("M"))
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
+	Expect(s.PoolFlavors(pool.Name)).To(ConsistOf("M"))
 }
 
 // A rate change on the public API reprices every flavor at the next refresh, and Karpenter
@@ -127,15 +114,15 @@ func TestRateChangeReplacesTheNodeWithTheNewCheapestFlavor(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, []string{"2XS", "XS"}, 5*time.Second, harness.OnDemand)
 	d := s.Deployment("repriced", pool.Name, 1, "1", "1Gi")
-	s.WaitRunning(d, 1, launchTimeout)
-	Expect(flavorsOf(s, pool.Name)).To(ConsistOf("2XS"))
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
+	Expect(s.PoolFlavors(pool.Name)).To(ConsistOf("2XS"))
 
 	s.Env.Prices.SetRates(0.01, ramRate)
 	Eventually(func() float64 {
 		return s.Metric("karpenter_clevercloud_catalog_flavor_price_hourly", map[string]string{"flavor": "2XS"})
 	}).WithTimeout(30 * time.Second).Should(Equal(0.0622))
 	Eventually(func(g Gomega) {
-		g.Expect(flavorsOf(s, pool.Name)).To(ConsistOf("XS"))
+		g.Expect(s.PoolFlavors(pool.Name)).To(ConsistOf("XS"))
 		running, _ := s.RunningPods(d)
 		g.Expect(running).To(Equal(1))
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
@@ -163,8 +150,8 @@ func TestPricesRefreshWhileTheProductListingAnswers401(t *testing.T) {
 
 	pool := s.NodePool("", class, []string{"2XS", "S"}, time.Minute, harness.OnDemand)
 	d := s.Deployment("no-listing", pool.Name, 1, "1", "1Gi")
-	s.WaitRunning(d, 1, launchTimeout)
-	Expect(flavorsOf(s, pool.Name)).To(ConsistOf("2XS"))
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
+	Expect(s.PoolFlavors(pool.Name)).To(ConsistOf("2XS"))
 }
 
 // The legacy API, which served the product listing without a token: the listing decides
@@ -184,8 +171,8 @@ func TestLegacyProductListingRestrictsToTheTopology(t *testing.T) {
 
 	pool := s.NodePool("", class, []string{"2XS", "S"}, time.Minute, harness.OnDemand)
 	d := s.Deployment("listed", pool.Name, 1, "1", "1Gi")
-	s.WaitRunning(d, 1, launchTimeout)
-	Expect(flavorsOf(s, pool.Name)).To(ConsistOf("S"))
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
+	Expect(s.PoolFlavors(pool.Name)).To(ConsistOf("S"))
 }
 
 // With the price API down the controller starts, provisions on the embedded catalogue, and
@@ -200,8 +187,8 @@ func TestProvisionsWhileThePriceAPIIsDown(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, []string{"2XS", "XS"}, time.Minute, harness.OnDemand)
 	d := s.Deployment("offline", pool.Name, 1, "1", "1Gi")
-	s.WaitRunning(d, 1, launchTimeout)
-	Expect(flavorsOf(s, pool.Name)).To(ConsistOf("2XS"))
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
+	Expect(s.PoolFlavors(pool.Name)).To(ConsistOf("2XS"))
 	Expect(s.Metric("karpenter_clevercloud_catalog_flavor_price_hourly", map[string]string{"flavor": "2XS"})).To(Equal(0.0333))
 	Expect(pricesCurrent(s, class, metav1.ConditionFalse, "RefreshFailing")).To(ContainSubstring("embedded catalogue"))
 	got := &v1alpha1.CleverNodeClass{}

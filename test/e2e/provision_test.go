@@ -15,9 +15,6 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// Launch budget for one node: batching (≤ 10 s), acceptance 1 s, boot 3 s, registration.
-const launchTimeout = 90 * time.Second
-
 // 1. A pending pod gets the cheapest fitting flavor, on a NodeGroup shaped as the platform
 // needs it, whose node registers with our provider ID, the class's labels and Karpenter's,
 // loses its startup taint and runs the pod.
@@ -27,7 +24,7 @@ func TestProvision(t *testing.T) {
 	pool := s.NodePool("", class, nil, time.Minute)
 	d := s.Deployment("inflate", pool.Name, 1, "1", "1Gi")
 
-	pods := s.WaitRunning(d, 1, launchTimeout)
+	pods := s.WaitRunning(d, 1, harness.LaunchTimeout)
 
 	var claim karpv1.NodeClaim
 	Eventually(func(g Gomega) {
@@ -97,7 +94,7 @@ func TestBinPacking(t *testing.T) {
 	pool := s.NodePool("", class, nil, time.Minute)
 	d := s.Deployment("pack", pool.Name, 3, "1", "1500Mi")
 
-	pods := s.WaitRunning(d, 3, launchTimeout)
+	pods := s.WaitRunning(d, 3, harness.LaunchTimeout)
 	groups, err := env.PoolNodeGroups(s.Ctx, pool.Name)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(groups).To(HaveLen(1), "one NodeGroup for the three pods")

@@ -114,7 +114,7 @@ func TestNodeRepairReplacesANotReadyNode(t *testing.T) {
 	// No consolidation in the window: only repair may touch the node.
 	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
 	d := s.Deployment("patient", pool.Name, 2, "250m", "256Mi")
-	pods := s.WaitRunning(d, 2, launchTimeout)
+	pods := s.WaitRunning(d, 2, harness.LaunchTimeout)
 	old := poolClaims(s, pool.Name, 1)[0]
 	Expect(pods[0].Spec.NodeName).To(Equal(old.Status.NodeName))
 	Expect(pods[1].Spec.NodeName).To(Equal(old.Status.NodeName))
@@ -164,7 +164,7 @@ func TestNodeRepairOffLeavesAnUnhealthyNode(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
 	d := s.Deployment("patient", pool.Name, 1, "250m", "256Mi")
-	s.WaitRunning(d, 1, launchTimeout)
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
 	old := poolClaims(s, pool.Name, 1)[0]
 
 	since := reportNotReady(s, old.Status.NodeName)
@@ -188,7 +188,7 @@ func TestNodeRepairHoldsBeyondTheUnhealthyBudget(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
 	d := s.Deployment("spread", pool.Name, 2, "250m", "256Mi", harness.OnePerNode)
-	s.WaitRunning(d, 2, launchTimeout)
+	s.WaitRunning(d, 2, harness.LaunchTimeout)
 	claims := poolClaims(s, pool.Name, 2)
 
 	var last time.Time
@@ -259,7 +259,7 @@ func TestNodeRepairReplacesASilentNode(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
 	d := s.Deployment("patient", pool.Name, 1, "250m", "256Mi")
-	s.WaitRunning(d, 1, launchTimeout)
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
 	old := poolClaims(s, pool.Name, 1)[0]
 
 	Expect(env.Cluster.StopKubelet(s.Ctx, old.Status.NodeName)).To(Succeed())

@@ -76,20 +76,20 @@ func TestKilledMidLaunch(t *testing.T) {
 	d := s.Deployment("phoenix", pool.Name, 1, "1", "1Gi")
 	var first ngv1.NodeGroup
 	Eventually(func(g Gomega) {
-		groups := groupsOf(s, pool.Name)
+		groups := s.PoolGroups(pool.Name)
 		g.Expect(groups).To(HaveLen(1))
 		first = groups[0]
-	}).WithTimeout(launchTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(harness.LaunchTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
 	Expect(first.Status.Phase).To(BeEmpty(), "killed before the verdict")
 	Expect(env.Controller().Kill()).To(Succeed())
 	s.RestartController(nil)
 
-	s.WaitRunning(d, 1, 2*launchTimeout)
+	s.WaitRunning(d, 1, 2*harness.LaunchTimeout)
 	claims, err := env.NodeClaims(s.Ctx, pool.Name)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(claims).To(HaveLen(1))
 	Expect(claims[0].Name).To(Equal(first.Name), "the claim launched before the kill converged")
-	groups := groupsOf(s, pool.Name)
+	groups := s.PoolGroups(pool.Name)
 	Expect(groups).To(HaveLen(1))
 	Expect(groups[0].UID).To(Equal(first.UID), "the same NodeGroup, adopted")
 	mu.Lock()
@@ -111,7 +111,7 @@ func TestInvalidOverrides(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
 	d := s.Deployment("base", pool.Name, 1, "1", "1Gi")
-	s.WaitRunning(d, 1, launchTimeout)
-	Expect(flavors(groupsOf(s, pool.Name))).To(ConsistOf("2XS"))
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
+	Expect(flavors(s.PoolGroups(pool.Name))).To(ConsistOf("2XS"))
 	Expect(env.Controller().Running()).To(BeTrue())
 }

@@ -43,8 +43,8 @@ func TestFlavorRetired(t *testing.T) {
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
 	d := s.Deployment("retiree", pool.Name, 1, "1", "1Gi")
-	s.WaitRunning(d, 1, launchTimeout)
-	old := groupsOf(s, pool.Name)
+	s.WaitRunning(d, 1, harness.LaunchTimeout)
+	old := s.PoolGroups(pool.Name)
 	Expect(flavors(old)).To(ConsistOf("2XS"))
 	oldNode := ngv1.NodeName(old[0].Name, 0)
 
@@ -73,7 +73,7 @@ func TestFlavorRetired(t *testing.T) {
 
 	var fresh ngv1.NodeGroup
 	Eventually(func(g Gomega) {
-		groups := groupsOf(s, pool.Name)
+		groups := s.PoolGroups(pool.Name)
 		g.Expect(groups).To(HaveLen(1))
 		g.Expect(groups[0].Name).NotTo(Equal(old[0].Name), "the retired group is replaced")
 		fresh = groups[0]

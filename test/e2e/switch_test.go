@@ -62,7 +62,7 @@ func TestSwitchFromUpstream(t *testing.T) {
 		n := &corev1.Node{}
 		g.Expect(env.Client.Get(s.Ctx, client.ObjectKey{Name: node}, n)).To(Succeed())
 		g.Expect(n.Spec.ProviderID).To(BeEmpty(), "CKE leaves it empty; upstream's stamper is gone with upstream")
-	}).WithTimeout(launchTimeout).Should(Succeed())
+	}).WithTimeout(harness.LaunchTimeout).Should(Succeed())
 
 	// Every NodeGroup created or deleted from the switch-over on: the watch starts at the
 	// current version, so the groups that exist now are not reported as added.
@@ -95,12 +95,12 @@ func TestSwitchFromUpstream(t *testing.T) {
 		g.Expect(got.Status.ProviderID).To(Equal("clevercloud://" + group.Name))
 		g.Expect(got.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue()).To(BeTrue(), "registered")
 		g.Expect(got.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue()).To(BeTrue(), "initialized")
-	}).WithTimeout(launchTimeout).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(harness.LaunchTimeout).WithPolling(time.Second).Should(Succeed())
 
 	// A workload lands on the adopted node (no launch for it), and nothing moves: no group
 	// created or deleted, the claim not drifted by the different hash scheme.
 	d := s.Deployment("adopted", pool.Name, 1, "500m", "512Mi")
-	pods := s.WaitRunning(d, 1, launchTimeout)
+	pods := s.WaitRunning(d, 1, harness.LaunchTimeout)
 	Expect(pods[0].Spec.NodeName).To(Equal(node))
 	Consistently(func(g Gomega) {
 		got := &karpv1.NodeClaim{}
@@ -129,7 +129,7 @@ func TestSwitchFromUpstream(t *testing.T) {
 	}).WithTimeout(time.Minute).Should(Succeed())
 	var fresh ngv1.NodeGroup
 	Eventually(func(g Gomega) {
-		groups := groupsOf(s, pool.Name) // ours carry karpenter.sh/nodepool as an object label
+		groups := s.PoolGroups(pool.Name) // ours carry karpenter.sh/nodepool as an object label
 		g.Expect(groups).To(HaveLen(1))
 		fresh = groups[0]
 		g.Expect(env.Client.Get(s.Ctx, client.ObjectKeyFromObject(group), &ngv1.NodeGroup{})).NotTo(Succeed(), "the adopted group is deleted")

@@ -1,6 +1,7 @@
-package e2e
+package quota
 
 import (
+	"regexp"
 	"testing"
 	"time"
 
@@ -9,26 +10,22 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
+	ctrlquota "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// quotaWindow is how long the suite watches demand above quota for retry storms: three of
-// Karpenter's provisioning loops and more, far less than the 3-minute rejection memory, so a
-// launch retried on every loop would show as several cycles.
+// quotaWindow is how long TestQuota watches demand above quota for retry storms: three of
+// Karpenter's provisioning loops and more. A launch retried on every loop would show as
+// several cycles; the refused use is ruled out for far longer (ctrlquota.RefusalMemory).
 const quotaWindow = 30 * time.Second
-
-// refusals counts the NodeGroups the platform's quota engine refused since the controller
-// started.
-func refusals(s *harness.Scenario) float64 {
-	return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
-}
 
 // 4. Organisation quota: room for two 2XS only (the two S control-plane nodes use 24 of 32 GB).
 // Four one-per-node pods: two run, two stay Pending; the refused groups are deleted, the
 // claims fail with InsufficientCapacity, and the create/reject cycles stay bounded while the
-// demand persists. The refusals say nothing (today's empty message): the controller infers
-// from them a memory limit below CKE's default, the resource the refusals are counted under.
+// demand persists. The refusals say nothing (today's empty message): the controller learns
+// that the use they would have brought is refused, in both resources, and that no limit can
+// be pinned from them, since neither resource was proven to fit at that use.
 func TestQuota(t *testing.T) {
 	s := harness.NewScenario(t, env)
 	// Karpenter core logs every InsufficientCapacity launch failure at error level.
@@ -36,10 +33,10 @@ func TestQuota(t *testing.T) {
 		// and every pod it cannot place while every flavor is marked unavailable.
 		`could not schedule pod.*all available instance types`)
 	// The quota is lowered to 32 GB here, under a controller that may have seen 40 GB accepted
-	// in an earlier scenario (a proof it keeps for 15 minutes): start from one that knows
-	// nothing, as a cluster whose quota was always 32 GB would.
+	// in an earlier scenario (a proof it keeps for ctrlquota.ProofLifetime): start from one
+	// that knows nothing, as a cluster whose quota was always 32 GB would.
 	env.Cluster.Operator().Configure(func(o *operator.Options) { o.QuotaRAMGB = 32 })
-	s.RestartController(nil)
+	freshController(s, nil)
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
 	d := s.Deployment("overflow", pool.Name, 4, "1", "1Gi", harness.OnePerNode)
@@ -49,11 +46,13 @@ func TestQuota(t *testing.T) {
 		g.Expect(s.EventsSince("InsufficientCapacityError", "")).NotTo(BeEmpty(), "InsufficientCapacity events")
 		n, _ := s.RunningPods(d)
 		g.Expect(n).To(Equal(2), "running pods")
-	}).WithTimeout(launchTimeout).WithPolling(500 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(harness.LaunchTimeout).WithPolling(500 * time.Millisecond).Should(Succeed())
 	ev := s.EventsSince(cloudprovider.ReasonQuotaExceeded, "")[0]
-	// Four 2XS in flight together beyond the control plane: 32 vCPU / 40 GB at most, judged
-	// against CKE's default (40 / 40) which it would fit: the memory limit is lowered below it.
-	Expect(ev.Message).To(MatchRegexp(`refused NodeGroup \S+ \(flavor 2XS\): it would have brought the use to at most \d+ vCPU / \d+ GB, so the limit is taken as 40 vCPU / \d+ GB`))
+	// Four 2XS in flight together beyond the control plane: 32 vCPU / 40 GB at most, within
+	// CKE's default (40 / 40) but neither resource proven to fit there (the accepted use is at
+	// most 24 / 32): the use is ruled out, no limit is claimed.
+	Expect(ev.Message).To(MatchRegexp(`^Organisation quota refused NodeGroup \S+ \(flavor 2XS\): it would have brought the use to at most \d+ vCPU / \d+ GB; launches that would bring it that far in both resources are not made for ` +
+		regexp.QuoteMeta(ctrlquota.RefusalMemory.String()) + `$`))
 
 	start := time.Now()
 	first := refusals(s)
@@ -69,7 +68,7 @@ func TestQuota(t *testing.T) {
 			}
 		}
 		g.Expect(pending).To(Equal(2), "pending pods")
-		groups := groupsOf(s, pool.Name)
+		groups := s.PoolGroups(pool.Name)
 		accepted := 0
 		for _, gr := range groups {
 			// Accepted: Creating from the decision on, Synced once the VM is built.
@@ -79,7 +78,7 @@ func TestQuota(t *testing.T) {
 		}
 		g.Expect(accepted).To(Equal(2), "accepted NodeGroups")
 		for _, gr := range groups {
-			if gr.Status.Phase == "QuotaExceeded" {
+			if gr.Status.Phase == ngv1.PhaseQuotaExceeded {
 				// A refused group may be seen between the verdict and the provider's delete,
 				// never after.
 				g.Expect(gr.DeletionTimestamp).NotTo(BeNil(), "refused NodeGroup %s not being deleted", gr.Name)
@@ -88,9 +87,12 @@ func TestQuota(t *testing.T) {
 	}).WithTimeout(quotaWindow).WithPolling(time.Second).Should(Succeed())
 	total := refusals(s)
 	t.Logf("quota: %.0f create/reject cycles before the window, %.0f in total after %s of demand above quota", first, total, time.Since(start).Round(time.Second))
-	// Each refused flavor stays unavailable for the rejection TTL (3 min): beyond the first
+	// The refused use stays ruled out (ctrlquota.RefusalMemory) and the refused groups'
+	// reservations are charged as suspected leaks (ctrlquota.LeakLifetime): beyond the first
 	// burst (one per pending pod), no further cycle in the window.
 	Expect(total).To(BeNumerically("<=", 4), "create/reject cycles")
 	Expect(total-first).To(BeNumerically("<=", 2), "create/reject cycles during the window")
-	Expect(s.Metric("karpenter_clevercloud_nodegroup_quota_rejections_total", map[string]string{"resource": "RAM"})).To(Equal(total))
+	// Neither resource was proven to fit at the refused use, so none is named.
+	Expect(s.Metric("karpenter_clevercloud_nodegroup_quota_rejections_total", map[string]string{"resource": ctrlquota.ResourceUnknown})).To(Equal(total))
+	Expect(s.Metric("karpenter_clevercloud_quota_refusals_remembered", nil)).To(BeNumerically(">=", 1))
 }

@@ -1,0 +1,102 @@
+package harness
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
+)
+
+// LaunchTimeout is the budget for one node on the suites' simulated CKE: batching (≤ 10 s),
+// acceptance 1 s, boot 3 s, registration.
+const LaunchTimeout = 90 * time.Second
+
+// RunSuite is the TestMain of an end-to-end package: it starts a simulated CKE with the
+// bundle applied and the controller running (sim/stack), hands it to started, runs the
+// package's scenarios one after the other, proves the bundle's RBAC over everything they made
+// the controller do, and stops it all. name prefixes its progress lines. Each package gets a
+// cluster of its own, so scenarios that change shared state (the quota, the controller) can
+// live apart from the others. `go test -short` skips the package.
+func RunSuite(m *testing.M, name string, started func(*stack.Env)) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Fprintf(os.Stderr, "%s: skipped with -short\n", name)
+		return 0
+	}
+	start := time.Now()
+	progress := func(format string, args ...any) { fmt.Fprintf(os.Stderr, name+": "+format+"\n", args...) }
+	dir, err := os.MkdirTemp("", "karpenter-"+strings.NewReplacer("/", "-").Replace(name)+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	logf.SetLogger(logr.Discard())
+	env, err := stack.Start(ctx, stack.Options{WorkDir: dir, Logf: progress})
+	if err != nil {
+		progress("starting the stack: %v", err)
+		return 1
+	}
+	progress("simulated CKE, bundle and controller up in %s (work dir %s)", time.Since(start).Round(100*time.Millisecond), dir)
+	started(env)
+	code := m.Run()
+	if err := CheckRBAC(env.Cluster.AuditLogPath(), name); err != nil {
+		progress("FAIL: RBAC: %v", err)
+		code = 1
+	}
+	if err := env.Stop(); err != nil {
+		progress("stopping: %v", err)
+		code = 1
+	}
+	if code == 0 {
+		_ = os.RemoveAll(dir)
+	} else {
+		progress("failed; controller logs kept in %s", dir)
+	}
+	progress("suite wall time %s", time.Since(start).Round(time.Second))
+	return code
+}
+
+// CheckRBAC proves, from the apiserver's audit log, that every request the controller made
+// as the bundle's ServiceAccount over the whole run was allowed. RunSuite runs it after every
+// scenario, whatever their order or selection, so it sees everything the run exercised. name
+// prefixes the summary line.
+func CheckRBAC(auditLog, name string) error {
+	events, err := (&AuditReader{Path: auditLog}).Read()
+	if err != nil {
+		return fmt.Errorf("reading the audit log %s: %w", auditLog, err)
+	}
+	var forbidden []string
+	seen := map[string]bool{}
+	for _, ev := range events {
+		if ev.User.Username != stack.ServiceAccountUser || seen[ev.AuditID] || ev.ResponseStatus.Code == 0 {
+			continue
+		}
+		seen[ev.AuditID] = true
+		if ev.ResponseStatus.Code == 403 {
+			forbidden = append(forbidden, ev.Verb+" "+ev.RequestURI)
+		}
+	}
+	counts := CountRequests(events, stack.ServiceAccountUser)
+	pairs := make([]string, 0, len(counts))
+	for _, c := range counts {
+		pairs = append(pairs, fmt.Sprintf("%s %s ×%d", c.Verb, c.Resource, c.Count))
+	}
+	fmt.Printf("%s: RBAC: %d requests by %s, %d distinct verb/resource pairs: %s\n", name, len(seen), stack.ServiceAccountUser, len(pairs), strings.Join(pairs, ", "))
+	switch {
+	case len(seen) == 0:
+		return fmt.Errorf("no request by %s in the audit log %s: the controller's requests were not audited", stack.ServiceAccountUser, auditLog)
+	case len(forbidden) > 0:
+		return fmt.Errorf("the bundle's RBAC forbade %d request(s) of %s: %s", len(forbidden), stack.ServiceAccountUser, strings.Join(forbidden, "; "))
+	}
+	return nil
+}
