@@ -90,7 +90,11 @@ func main() {
 			capacity.New(op.GetClient(), cat),
 			quotausage.New(op.GetClient(), cat, tracker),
 			garbagecollection.New(op.GetClient(), op.GetAPIReader(), recorder, op.Clock, garbagecollection.DefaultPeriod),
-			launch.New(op.GetClient(), op.GetAPIReader(), provider, op.EventRecorder, op.Clock, cfg.SyncOverdueAfter.Duration),
+			launch.New(op.GetClient(), op.GetAPIReader(), provider, op.EventRecorder, op.Clock, launch.Timings{
+				OverdueAfter:       cfg.SyncOverdueAfter.Duration,
+				GiveUpAfter:        cfg.LaunchGiveUpAfter.Duration,
+				StoppedGiveUpAfter: cfg.StoppedLaunchGiveUpAfter.Duration,
+			}),
 		).
 		Start(ctx)
 	logger.Info("stopped")

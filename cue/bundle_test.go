@@ -356,6 +356,8 @@ settings:
   featureGates: NodeRepair=true,NodeOverlay=true
   acceptanceTimeout: 2m
   syncOverdueAfter: 5m
+  launchGiveUpAfter: 7m
+  stoppedLaunchGiveUpAfter: 3m
   pricing:
     enabled: false
     refreshPeriod: 1h
@@ -367,12 +369,14 @@ settings:
 	s := loadSettings(t, envOf(d))
 	want := settings.Settings{
 		Region: "par2", Topology: "ALL_IN_ONE", LogLevel: "debug", MetricsPort: 9090, HealthProbePort: 9091,
-		DisableLeaderElection: true,
-		BatchMaxDuration:      settings.Duration{Duration: 20 * time.Second},
-		BatchIdleDuration:     settings.Duration{Duration: 2 * time.Second},
-		FeatureGates:          "NodeRepair=true,NodeOverlay=true",
-		AcceptanceTimeout:     settings.Duration{Duration: 2 * time.Minute},
-		SyncOverdueAfter:      settings.Duration{Duration: 5 * time.Minute},
+		DisableLeaderElection:    true,
+		BatchMaxDuration:         settings.Duration{Duration: 20 * time.Second},
+		BatchIdleDuration:        settings.Duration{Duration: 2 * time.Second},
+		FeatureGates:             "NodeRepair=true,NodeOverlay=true",
+		AcceptanceTimeout:        settings.Duration{Duration: 2 * time.Minute},
+		SyncOverdueAfter:         settings.Duration{Duration: 5 * time.Minute},
+		LaunchGiveUpAfter:        settings.Duration{Duration: 7 * time.Minute},
+		StoppedLaunchGiveUpAfter: settings.Duration{Duration: 3 * time.Minute},
 		Pricing: settings.Pricing{
 			Enabled: false, RefreshPeriod: settings.Duration{Duration: time.Hour}, APIURL: "http://prices.example",
 			KubernetesProductURL: "http://products.example/p", PriceSystemURL: "http://prices.example/ps",

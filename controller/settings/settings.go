@@ -58,6 +58,22 @@ type Settings struct {
 	// deleted). Live groups sync in 38–58 s and one took 6 min 30 s and then worked: 10 min
 	// leaves that outlier alone and still warns 5 min before core's registration timeout.
 	SyncOverdueAfter Duration `json:"syncOverdueAfter" env:"NODEGROUP_SYNC_OVERDUE_AFTER" default:"10m"`
+	// LaunchGiveUpAfter is how long after its creation a launched NodeGroup that still has no
+	// node (no Node object of the group in the cluster), while its NodeClaim is unregistered, is
+	// given up: the launch follower deletes the NodeClaim, so Karpenter plans again at once and
+	// deletes the group (NodeClaim event, metric). A group with a node is never given up. Live
+	// nodes join 26–60 s after creation, 185 s at worst, and one group took 6 min 30 s to sync
+	// and worked: 8 min waits that outlier out while the operator says it is still working
+	// (Creating, or retrying an UpstreamError) and still acts 7 min before Karpenter's
+	// 15-minute registration timeout would. Must be below 15m: by then Karpenter has failed the
+	// claim itself.
+	LaunchGiveUpAfter Duration `json:"launchGiveUpAfter" env:"NODEGROUP_LAUNCH_GIVE_UP_AFTER" default:"8m" below:"15m"`
+	// StoppedLaunchGiveUpAfter replaces LaunchGiveUpAfter, when shorter, for a group with no node
+	// that the operator stopped working on: ReconcileInProgress=False with a ReconcileFailed
+	// reason other than the UpstreamError it retries on its own. Nothing more is coming from
+	// the operator then, and every live node joined within 185 s of its group's creation: 4 min
+	// is that bound plus a third. Must be below 15m.
+	StoppedLaunchGiveUpAfter Duration `json:"stoppedLaunchGiveUpAfter" env:"NODEGROUP_STOPPED_LAUNCH_GIVE_UP_AFTER" default:"4m" below:"15m"`
 	// Pricing configures the dynamic price and flavor refresher.
 	Pricing Pricing `json:"pricing"`
 	// Quota is the organisation quota, control plane included, when you know it. Zero means
@@ -226,6 +242,9 @@ func (f Field) set(raw string) error {
 		if d <= 0 {
 			return errors.New("must be positive")
 		}
+		if below, ok := f.Tag.Lookup("below"); ok && d >= mustParseDuration(below) {
+			return fmt.Errorf("must be below %s", below)
+		}
 		p.Duration = d
 	default:
 		panic(fmt.Sprintf("settings: field %s has unsupported type %T", f.Path, p))
@@ -247,6 +266,14 @@ func (f Field) check(raw string) error {
 		}
 	}
 	return nil
+}
+
+func mustParseDuration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(fmt.Sprintf("settings: bad duration bound %q", s))
+	}
+	return d
 }
 
 func atoi(s string) int {

@@ -7,13 +7,54 @@
 //     NodeClaim is deleted, so core plans again at once, and the refusal is recorded as Create
 //     records one (quota memory, flavors offered as unavailable, event, metric, group deleted);
 //   - a transient failure (UpstreamError, or an unknown reason on an accepted group) is
-//     surfaced (event, metric) and nothing is deleted: the operator retries on its own;
+//     surfaced (event, metric) and nothing is deleted for it: the operator retries on its own;
+//   - a launch whose group still has no node long after every live launch had one is given up:
+//     the NodeClaim is deleted, so core plans again now and deletes the group (event, metric),
+//     instead of at its registration timeout (see "Giving up" below);
 //   - a group still not Synced overdueAfter after its creation is surfaced (gauge, event) and
-//     nothing is deleted: one group took 6 min 30 s to sync on a live cluster and still worked.
+//     nothing is deleted for that: one group took 6 min 30 s to sync on a live cluster and
+//     still worked, and a node that joined may already run pods.
+//
+// # Giving up
+//
+// On live clusters a group's node joins about 28 s after the group's creation, 26–60 s
+// usually and 185 s at worst; Synced follows at 38–58 s, once only after 6 min 30 s (that
+// group worked). Core's registration timeout fails an unregistered claim 15 minutes after its
+// launch whatever the follower does, so giving up only brings that forward, and only for
+// launches that show no sign of ever registering: pods wait minutes less, and a wrong give-up
+// costs one relaunch (a minute or so), not a node that runs pods.
+//
+// "No node" is read from Node objects, uncached: <group>-node0, or any node labelled with the
+// group (one resized by hand also has node1…), or the node the claim already names. A Node is
+// what pods run on and what core registers; its existence, Synced or not, vetoes the give-up
+// for good. status.nodeCount is not used: it is the operator's count, written on its own
+// schedule and not documented to mean a kubelet joined; a VM it counts that never joined is
+// exactly a launch to give up.
+//
+// Two times, both counted from the group's creation and both settings:
+//   - stoppedGiveUpAfter (settings.StoppedLaunchGiveUpAfter, 4 min) when the operator stopped
+//     working on the group: ReconcileInProgress=False with a ReconcileFailed reason it is not
+//     known to retry. Nothing more is coming but a VM it had already started, and every live
+//     node joined within 185 s: 4 min is that bound plus a third;
+//   - giveUpAfter (settings.LaunchGiveUpAfter, 8 min) otherwise: the operator still reports
+//     the group in progress (Creating, or retrying an UpstreamError), or wrote nothing, or
+//     reports it Synced yet no node came. The join bound alone would allow 4 min here too (it
+//     holds for every live launch; the 6 min 30 s outlier is a time to Synced, not to a node),
+//     but while the operator says it is still working, the only measure of how long its work
+//     can take is that outlier, and it succeeded: 6 min 30 s plus 1 min 30 s. Deleting a
+//     group while the operator still reconciles it also leaked its quota reservation for
+//     minutes on live clusters, another reason to let an in-progress group run longer. Both
+//     times leave core's 15 minutes far enough away that the replacement launch (node in
+//     28 s to 3 min) lands well before core would have failed the first.
+//
+// An UpstreamError with no node falls under giveUpAfter: the operator retries it on its own,
+// so it is still in progress, but the one seen lasted an hour, four times core's timeout, so
+// a launch caught in it never registers in time and waiting past giveUpAfter buys nothing.
+// With a node it is never given up, as no group with a node is.
 //
 // Deleting a NodeClaim is destructive, so it follows the garbage collector's rules: the claim's UID
 // on the group proves the group was launched for that claim, an uncached read confirms both the
-// refusal and the claim, and the delete carries the claim's UID and resourceVersion as
+// group's state and the claim, and the delete carries the claim's UID and resourceVersion as
 // preconditions, so a claim that registered (or changed at all) meanwhile is never deleted.
 package launch
 
@@ -24,7 +65,9 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,14 +93,32 @@ type Provider interface {
 	RecordTransient(claim *karpv1.NodeClaim, group *ngv1.NodeGroup, verdict nodegroup.Verdict)
 }
 
+// Timings are the follower's thresholds, each counted from the group's creation (the package
+// documentation says how the defaults follow from the platform's timings).
+type Timings struct {
+	// OverdueAfter: a group still short of Synced is reported (settings.SyncOverdueAfter).
+	OverdueAfter time.Duration
+	// GiveUpAfter: a launch whose group has no node is given up (settings.LaunchGiveUpAfter).
+	GiveUpAfter time.Duration
+	// StoppedGiveUpAfter replaces GiveUpAfter, when shorter, for a group the operator stopped
+	// working on (settings.StoppedLaunchGiveUpAfter).
+	StoppedGiveUpAfter time.Duration
+}
+
+// Give-up rules, the rule label of the give-up metric.
+const (
+	ruleOperatorStopped = "operator_stopped"
+	ruleNoNode          = "no_node"
+)
+
 // Controller is the launch follower.
 type Controller struct {
-	kube         client.Client
-	api          client.Reader
-	provider     Provider
-	recorder     events.Recorder
-	clock        clock.Clock
-	overdueAfter time.Duration
+	kube     client.Client
+	api      client.Reader
+	provider Provider
+	recorder events.Recorder
+	clock    clock.Clock
+	timings  Timings
 
 	mu sync.Mutex
 	// followed is what the follower remembers of each launch it follows, by NodeClaim name.
@@ -76,11 +137,10 @@ type follow struct {
 	overdue bool
 }
 
-// New builds the follower. api must be an uncached reader; overdueAfter is how long after its
-// creation a group may stay short of Synced before it is surfaced (settings.SyncOverdueAfter,
-// which says why 10 minutes by default).
-func New(kube client.Client, api client.Reader, provider Provider, recorder events.Recorder, clk clock.Clock, overdueAfter time.Duration) *Controller {
-	return &Controller{kube: kube, api: api, provider: provider, recorder: recorder, clock: clk, overdueAfter: overdueAfter,
+// New builds the follower. api must be an uncached reader: the destructive paths confirm
+// what they saw with it.
+func New(kube client.Client, api client.Reader, provider Provider, recorder events.Recorder, clk clock.Clock, timings Timings) *Controller {
+	return &Controller{kube: kube, api: api, provider: provider, recorder: recorder, clock: clk, timings: timings,
 		followed: map[string]*follow{}}
 }
 
@@ -155,7 +215,43 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	c.surfaceTransient(ctx, claim, group, verdict)
-	return c.checkOverdue(ctx, claim, group, verdict), nil
+	if registered {
+		// Its node joined and may run pods: never given up, only reported if it never syncs.
+		return c.checkOverdue(ctx, claim, group, verdict), nil
+	}
+	after, _ := c.giveUpAfter(group, verdict)
+	if left := after - c.clock.Since(group.CreationTimestamp.Time); left > 0 {
+		return sooner(c.checkOverdue(ctx, claim, group, verdict), left), nil
+	}
+	return c.giveUp(ctx, claim, group)
+}
+
+// giveUpAfter is how long after its creation a launch whose group has no node is given up,
+// and the rule that says so.
+func (c *Controller) giveUpAfter(group *ngv1.NodeGroup, v nodegroup.Verdict) (time.Duration, string) {
+	if stopped(group, v) && c.timings.StoppedGiveUpAfter < c.timings.GiveUpAfter {
+		return c.timings.StoppedGiveUpAfter, ruleOperatorStopped
+	}
+	return c.timings.GiveUpAfter, ruleNoNode
+}
+
+// stopped says the operator stopped working on the group: ReconcileInProgress turned False on
+// a failure it is not known to retry. UpstreamError is retried for up to an hour, so a group
+// showing it is still in progress whatever its conditions say.
+func stopped(group *ngv1.NodeGroup, v nodegroup.Verdict) bool {
+	if v.Outcome != nodegroup.Transient || v.Reason == ngv1.ReasonUpstreamError {
+		return false
+	}
+	p := group.Condition(ngv1.ConditionReconcileInProgress)
+	return p != nil && p.Status == metav1.ConditionFalse
+}
+
+// sooner shortens a result's requeue to left when that comes first.
+func sooner(res reconcile.Result, left time.Duration) reconcile.Result {
+	if res.RequeueAfter == 0 || left < res.RequeueAfter {
+		res.RequeueAfter = left
+	}
+	return res
 }
 
 // judge reads the group's status with what the follower saw of it before.
@@ -217,8 +313,8 @@ func (c *Controller) checkOverdue(ctx context.Context, claim *karpv1.NodeClaim, 
 		return reconcile.Result{} // the claim's registration brings us back
 	}
 	age := c.clock.Since(group.CreationTimestamp.Time)
-	if age < c.overdueAfter {
-		return reconcile.Result{RequeueAfter: c.overdueAfter - age}
+	if age < c.timings.OverdueAfter {
+		return reconcile.Result{RequeueAfter: c.timings.OverdueAfter - age}
 	}
 	if !f.overdue {
 		f.overdue = true
@@ -244,30 +340,16 @@ func (c *Controller) failLaunch(ctx context.Context, cached *karpv1.NodeClaim, g
 	if fresh.UID != group.UID || !verdict.Outcome.Refusal() {
 		return reconcile.Result{}, nil // the cache was stale; the next event judges again
 	}
-	// Ownership proof and an uncached read of the claim: the claim UID on the group, the
-	// group's name and label, and the live claim with that UID.
-	claim, err := nodegroup.ConfirmOwner(ctx, c.api, fresh)
+	claim, res, err := c.deleteClaim(ctx, cached, fresh)
 	if err != nil {
 		if errors.Is(err, nodegroup.ErrNotOwned) {
 			log.FromContext(ctx).Info("not failing the launch of a refused nodegroup whose ownership is not proven", "why", err.Error())
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, err
+		return reconcile.Result{}, fmt.Errorf("failing the launch of refused nodegroup %q: %w", fresh.Name, err)
 	}
-	if claim.UID != cached.UID || !claim.DeletionTimestamp.IsZero() || claim.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
-		return reconcile.Result{}, nil
-	}
-	// The preconditions make the apiserver refuse the delete if the claim changed since the
-	// read above, e.g. because its node registered.
-	if err := c.kube.Delete(ctx, claim, client.Preconditions{UID: &claim.UID, ResourceVersion: &claim.ResourceVersion}); err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			return reconcile.Result{}, nil
-		case apierrors.IsConflict(err):
-			log.FromContext(ctx).V(1).Info("nodeclaim changed while failing its launch; judging again")
-			return reconcile.Result{Requeue: true}, nil
-		}
-		return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %q of refused nodegroup %q: %w", claim.Name, fresh.Name, err)
+	if claim == nil {
+		return res, nil
 	}
 	lateRefusals.WithLabelValues(verdict.Reason).Inc()
 	c.recorder.Publish(refusedAfterLaunch(claim, fresh.Name, verdict))
@@ -276,6 +358,115 @@ func (c *Controller) failLaunch(ctx context.Context, cached *karpv1.NodeClaim, g
 	c.provider.RecordRefusal(ctx, claim, fresh, verdict)
 	c.forget(cached.Name)
 	return reconcile.Result{}, nil
+}
+
+// giveUp deletes the NodeClaim of a launch whose group has no node past its give-up time, once
+// uncached reads confirm the group's state, that no node of it is in the cluster, and the
+// claim. A group with a node is only checked for being overdue.
+func (c *Controller) giveUp(ctx context.Context, cached *karpv1.NodeClaim, group *ngv1.NodeGroup) (reconcile.Result, error) {
+	fresh := &ngv1.NodeGroup{}
+	if err := c.api.Get(ctx, client.ObjectKeyFromObject(group), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil // gone meanwhile: garbage collection fast-fails the claim
+		}
+		return reconcile.Result{}, fmt.Errorf("confirming the state of nodegroup %q: %w", group.Name, err)
+	}
+	if fresh.UID != group.UID || fresh.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil // the cache was stale; the next event judges again
+	}
+	verdict := c.judge(fresh)
+	if verdict.Outcome.Refusal() {
+		return reconcile.Result{Requeue: true}, nil // the next pass fails it as a refusal, booked as one
+	}
+	after, rule := c.giveUpAfter(fresh, verdict)
+	age := c.clock.Since(fresh.CreationTimestamp.Time)
+	if age < after {
+		// The cache showed a stopped operator that has since resumed: the longer time holds.
+		return sooner(c.checkOverdue(ctx, cached, fresh, verdict), after-age), nil
+	}
+	// Nodes before the claim: the claim is read last, so that the delete's preconditions
+	// cover as much as they can of the time since the node check.
+	node, err := c.node(ctx, cached, fresh)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if node != "" {
+		log.FromContext(ctx).V(1).Info("launch past its give-up time has a node; not giving it up", "node", node, "age", age.Truncate(time.Second).String())
+		return c.checkOverdue(ctx, cached, fresh, verdict), nil
+	}
+	claim, res, err := c.deleteClaim(ctx, cached, fresh)
+	if err != nil {
+		if errors.Is(err, nodegroup.ErrNotOwned) {
+			log.FromContext(ctx).Info("not giving up the launch of a nodegroup whose ownership is not proven", "why", err.Error())
+			return c.checkOverdue(ctx, cached, fresh, verdict), nil
+		}
+		return reconcile.Result{}, fmt.Errorf("giving up the launch of nodegroup %q: %w", fresh.Name, err)
+	}
+	if claim == nil {
+		return res, nil
+	}
+	reason := verdict.Reason
+	if reason == "" {
+		reason = verdict.Outcome.String()
+	}
+	launchesGivenUp.WithLabelValues(rule, reason).Inc()
+	c.recorder.Publish(launchGivenUp(claim, fresh, age.Truncate(time.Second), rule, verdict))
+	log.FromContext(ctx).Info("launched nodegroup has no node past its give-up time; deleted its nodeclaim so Karpenter plans again now",
+		"age", age.Truncate(time.Second).String(), "rule", rule, "phase", fresh.Status.Phase, "outcome", verdict.Outcome.String(),
+		"reason", verdict.Reason, "message", verdict.Message, "statusNodeCount", fresh.Status.NodeCount)
+	c.forget(cached.Name)
+	return reconcile.Result{}, nil
+}
+
+// node names a node of the group that is in the cluster, read uncached, or returns "": the node
+// the claim already names, <group>-node0, or any node labelled with the group (a group resized
+// by hand also has node1…). status.nodeCount is not asked: see the package documentation.
+func (c *Controller) node(ctx context.Context, claim *karpv1.NodeClaim, group *ngv1.NodeGroup) (string, error) {
+	if claim.Status.NodeName != "" {
+		return claim.Status.NodeName, nil
+	}
+	name := ngv1.NodeName(group.Name, 0)
+	if err := c.api.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); err == nil {
+		return name, nil
+	} else if !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("looking for node %q of nodegroup %q: %w", name, group.Name, err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.api.List(ctx, nodes, client.MatchingLabels{ngv1.LabelNodeGroup: group.Name}); err != nil {
+		return "", fmt.Errorf("listing the nodes of nodegroup %q: %w", group.Name, err)
+	}
+	if len(nodes.Items) > 0 {
+		return nodes.Items[0].Name, nil
+	}
+	return "", nil
+}
+
+// deleteClaim deletes the NodeClaim a group was launched for, once the ownership proof holds
+// (the claim UID on the group, the group's name and label, and an uncached read finding the
+// live claim with that UID) and that read shows the claim followed, still unregistered and
+// not going away. It returns the deleted claim; nil with no error when it deleted nothing;
+// an error wrapping nodegroup.ErrNotOwned when the proof fails.
+func (c *Controller) deleteClaim(ctx context.Context, cached *karpv1.NodeClaim, group *ngv1.NodeGroup) (*karpv1.NodeClaim, reconcile.Result, error) {
+	claim, err := nodegroup.ConfirmOwner(ctx, c.api, group)
+	if err != nil {
+		return nil, reconcile.Result{}, err
+	}
+	if claim.UID != cached.UID || !claim.DeletionTimestamp.IsZero() || claim.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
+		return nil, reconcile.Result{}, nil
+	}
+	// The preconditions make the apiserver refuse the delete if the claim changed since the
+	// read above, e.g. because its node registered.
+	if err := c.kube.Delete(ctx, claim, client.Preconditions{UID: &claim.UID, ResourceVersion: &claim.ResourceVersion}); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, reconcile.Result{}, nil
+		case apierrors.IsConflict(err):
+			log.FromContext(ctx).V(1).Info("nodeclaim changed while deleting it; judging again")
+			return nil, reconcile.Result{Requeue: true}, nil
+		}
+		return nil, reconcile.Result{}, fmt.Errorf("deleting nodeclaim %q: %w", claim.Name, err)
+	}
+	return claim, reconcile.Result{}, nil
 }
 
 // forget drops what the follower remembers of a launch.

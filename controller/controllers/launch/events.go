@@ -17,6 +17,7 @@ import (
 const (
 	ReasonRefusedAfterLaunch = "NodeGroupRefusedAfterLaunch"
 	ReasonSyncOverdue        = "NodeGroupSyncOverdue"
+	ReasonLaunchGivenUp      = "NodeGroupLaunchGivenUp"
 )
 
 func refusedAfterLaunch(claim *karpv1.NodeClaim, group string, v nodegroup.Verdict) events.Event {
@@ -43,5 +44,27 @@ func syncOverdue(claim *karpv1.NodeClaim, group *ngv1.NodeGroup, age time.Durati
 			group.Name, age, phase),
 		DedupeValues:  []string{string(claim.UID)},
 		DedupeTimeout: time.Hour,
+	}
+}
+
+func launchGivenUp(claim *karpv1.NodeClaim, group *ngv1.NodeGroup, age time.Duration, rule string, v nodegroup.Verdict) events.Event {
+	phase := group.Status.Phase
+	if phase == "" {
+		phase = "none"
+	}
+	why := "the operator reports " + v.Outcome.String()
+	switch {
+	case rule == ruleOperatorStopped:
+		why = fmt.Sprintf("the operator stopped working on it: ReconcileInProgress=False, %s: %s", v.Reason, v.Message)
+	case v.Outcome == nodegroup.Transient:
+		why = fmt.Sprintf("the operator reports %s: %s", v.Reason, v.Message)
+	}
+	return events.Event{
+		InvolvedObject: claim,
+		Type:           corev1.EventTypeWarning,
+		Reason:         ReasonLaunchGivenUp,
+		Message: fmt.Sprintf("NodeGroup %s has no node %s after its creation (phase %s; %s); gave the launch up and deleted this NodeClaim so Karpenter plans again now instead of waiting out its registration timeout",
+			group.Name, age, phase, why),
+		DedupeValues: []string{string(claim.UID)},
 	}
 }

@@ -5,6 +5,13 @@ var (
 	LateRefusals      = lateRefusals
 	TransientFailures = transientFailures
 	LaunchesOverdue   = launchesOverdue
+	LaunchesGivenUp   = launchesGivenUp
+)
+
+// The give-up rules, as the metric labels them.
+const (
+	RuleOperatorStopped = ruleOperatorStopped
+	RuleNoNode          = ruleNoNode
 )
 
 // Overdue is the number of followed launches currently overdue, which the gauge publishes.

@@ -24,9 +24,14 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/testenv"
 )
 
-// overdueAfter is the follower's threshold in these tests, crossed by stepping the fake clock;
-// longer than every other step the tests take.
-const overdueAfter = time.Hour
+// The follower's thresholds in these tests, crossed by stepping the fake clock; longer than
+// every other step the tests take. Overdue comes first, unlike the defaults, so that a launch
+// stepped past it is reported without being given up.
+const (
+	overdueAfter       = time.Hour
+	stoppedGiveUpAfter = 2 * time.Hour
+	giveUpAfter        = 3 * time.Hour
+)
 
 var (
 	env      *testenv.Env
@@ -35,6 +40,7 @@ var (
 	clk      *clocktesting.FakeClock
 	seen     = &eventLog{}
 	hooks    = &readHooks{after: map[string]func(){}}
+	holds    = &readHolds{held: map[string]chan struct{}{}}
 )
 
 // TestMain runs the launch follower in a real manager against a real apiserver, as main.go
@@ -53,7 +59,8 @@ func TestMain(m *testing.M) {
 		}
 		provider = cloudprovider.New(env.Client, nodegroup.NewClient(env.Client, env.Client, env.Client), cat, nil,
 			quota.NewTracker(clk, quota.Limit{}), recorder, clk, 10*time.Second)
-		follower = launch.New(mgr.GetClient(), &hookedReader{Reader: env.Client}, provider, recorder, clk, overdueAfter)
+		follower = launch.New(mgr.GetClient(), &hookedReader{Reader: env.Client}, provider, recorder, clk,
+			launch.Timings{OverdueAfter: overdueAfter, GiveUpAfter: giveUpAfter, StoppedGiveUpAfter: stoppedGiveUpAfter})
 		return follower.Register(ctx, mgr)
 	}))
 }
@@ -111,11 +118,61 @@ func (h *readHooks) take(name string) func() {
 	return fn
 }
 
+// ownCall marks the context of a test's own call to Reconcile.
+type ownCall struct{}
+
+func own(ctx context.Context) context.Context { return context.WithValue(ctx, ownCall{}, true) }
+
+// readHolds make the manager's reconciles wait before reading a NodeClaim while a test plays a
+// race through its own Reconcile call: the hooks then fire on that call's reads only, in its
+// order, and no reconcile of the manager acts on the claim meanwhile.
+type readHolds struct {
+	mu   sync.Mutex
+	held map[string]chan struct{}
+}
+
+// hold holds the manager's reads of the claim until the returned release is called.
+func (h *readHolds) hold(name string) (release func()) {
+	ch := make(chan struct{})
+	h.mu.Lock()
+	h.held[name] = ch
+	h.mu.Unlock()
+	return sync.OnceFunc(func() {
+		h.mu.Lock()
+		delete(h.held, name)
+		h.mu.Unlock()
+		close(ch)
+	})
+}
+
+// holding returns what a read of the claim in ctx must wait for, nil when it need not.
+func (h *readHolds) holding(ctx context.Context, name string) chan struct{} {
+	if ctx.Value(ownCall{}) != nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held[name]
+}
+
+func (h *readHolds) wait(ctx context.Context, name string) {
+	if ch := h.holding(ctx, name); ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+	}
+}
+
 type hookedReader struct{ client.Reader }
 
 func (r *hookedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, isClaim := obj.(*karpv1.NodeClaim); isClaim {
+		holds.wait(ctx, key.Name)
+	}
 	err := r.Reader.Get(ctx, key, obj, opts...)
-	if _, isClaim := obj.(*karpv1.NodeClaim); isClaim && err == nil {
+	// A read of the manager's that was under way when the hold began is not the test's.
+	if _, isClaim := obj.(*karpv1.NodeClaim); isClaim && err == nil && holds.holding(ctx, key.Name) == nil {
 		if fn := hooks.take(key.Name); fn != nil {
 			fn()
 		}
