@@ -51,8 +51,8 @@
 //   - G3, raised quotas are used: nothing beyond the default is ruled out without a refusal,
 //     and every refused point expires, so a raised quota is climbed by probes, one verdict
 //     each, with no configured limit.
-//   - G4, ownership: this package deletes nothing; every destructive path goes through
-//     nodegroup.ConfirmOwner's proof.
+//   - G4, ownership: this package deletes nothing; every destructive path goes through the
+//     one ownership proof (nodegroup.ClaimOf, confirmed by an uncached read).
 //
 // Configure the limit when you know it (settings): launches then all fly together within it.
 package quota
