@@ -93,15 +93,7 @@ func TestQuotaRejectionDeletesTheGroupAndRulesOutTheRefusedUse(t *testing.T) {
 	}).WithTimeout(10 * time.Second).Should(BeTrue())
 	g.Expect(drainEvents(f.events)).To(ContainElement(ContainSubstring(provider.ReasonQuotaExceeded)))
 
-	offered := func() map[string]bool {
-		its, err := f.provider.GetInstanceTypes(context.Background(), nil)
-		g.Expect(err).NotTo(HaveOccurred())
-		availability := map[string]bool{}
-		for _, it := range its {
-			availability[it.Name] = len(it.Offerings.Available()) > 0
-		}
-		return availability
-	}
+	offered := func() map[string]bool { return quotaOffered(g, f, nil) }
 	// The engine may keep the refused XS's reservation for minutes: nothing is offered that
 	// it would refuse beside that leak.
 	g.Expect(offered()).To(Equal(map[string]bool{"2XS": false, "XS": false, "S": false, "M": false, "L": false, "XL": false}))
