@@ -48,6 +48,7 @@ func TestQuota(t *testing.T) {
 		g.Expect(n).To(Equal(2), "running pods")
 	}).WithTimeout(harness.LaunchTimeout).WithPolling(500 * time.Millisecond).Should(Succeed())
 	ev := s.EventsSince(cloudprovider.ReasonQuotaExceeded, "")[0]
+	t.Logf("refusal event: %s", ev.Message)
 	// Four 2XS in flight together beyond the control plane: 32 vCPU / 40 GB at most, within
 	// CKE's default (40 / 40) but neither resource proven to fit there (the accepted use is at
 	// most 24 / 32): the use is ruled out, no limit is claimed.
