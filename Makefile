@@ -81,7 +81,7 @@ soak: ## Run the deterministic quota simulation over many more seeds than make t
 
 .PHONY: e2e
 e2e: sim-bin build ## Run the end-to-end suite only (the shipped bundle and binary on the simulated CKE).
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 60m -v ./test/e2e/
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 60m -v ./test/e2e/...
 
 .PHONY: conformance
 conformance: sim-bin build ## Run Karpenter core's own e2e suites on the simulated CKE (~40 min); writes docs/conformance/ (CONFORMANCE_FULL=1: long timers too; CONFORMANCE_PARALLEL=1: suites side by side).

@@ -82,16 +82,12 @@ func (e *Env) ControllerEnv(overrides map[string]string) (map[string]string, err
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	health, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	env["METRICS_PORT"] = strconv.Itoa(metrics)
-	env["HEALTH_PROBE_PORT"] = strconv.Itoa(health)
+	env["METRICS_PORT"] = strconv.Itoa(ports[0])
+	env["HEALTH_PROBE_PORT"] = strconv.Itoa(ports[1])
 	env["KUBECONFIG"] = e.kubeconfig
 	// In a pod, client-go reads the namespace from the ServiceAccount mount; out of cluster
 	// the lease's namespace must be given. Leader election stays on, as the bundle ships it.
@@ -388,13 +384,20 @@ func matches(m *dto.Metric, want map[string]string) bool {
 	return true
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts returns n distinct free ports: every listener is held until all are taken, so the
+// kernel cannot hand the same port out twice (it did, once: the metrics and health ports
+// were equal and the controller failed to start).
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 // ExitErr is how the process ended (nil while it runs, or after a clean exit).
