@@ -14,6 +14,7 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
@@ -57,6 +58,9 @@ func TestRegionSelectorGetsExactlyOneNode(t *testing.T) {
 func TestRestartWithAResizedGroupKeepsProvisioning(t *testing.T) {
 	s := harness.NewScenario(t, env)
 	s.AllowErrors(`(?i)resized`)
+	// The quota engine charges the resize like any node: out of CKE's default quota's way
+	// (the harness puts it back), this scenario is about core's cluster state, not the quota.
+	env.Cluster.Operator().Configure(func(o *operator.Options) { o.QuotaCPU, o.QuotaRAMGB = 200, 200 })
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, nil, time.Minute)
 	first := s.Deployment("before", pool.Name, 1, "1", "1Gi")
