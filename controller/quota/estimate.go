@@ -74,9 +74,10 @@ func (t *Tracker) liveRefusalsLocked() []refusedPoint {
 // resources open pins neither: it only rules out the uses at least as large in both
 // (refusedLocked), whichever resource ran out.
 func (t *Tracker) limitLocked() Limit {
-	l, floor := t.statedLocked(), t.floorLocked()
+	stated, floor := t.statedLocked(), t.floorLocked()
+	l := stated
 	for _, r := range t.liveRefusalsLocked() {
-		l = pin(l, t.statedLocked(), floor, r.use)
+		l = pin(l, stated, floor, r.use)
 	}
 	return l
 }
