@@ -92,3 +92,16 @@ func (s *Scenario) ErrorLines() []string {
 	}
 	return out
 }
+
+// ExpectStaysPending asserts, for a while, that d's pods stay Pending and unbound and that
+// pool has no live group of flavor: nothing more is sent for them.
+func (s *Scenario) ExpectStaysPending(d *appsv1.Deployment, pool, flavor string) {
+	s.T.Helper()
+	s.G.Consistently(func(g gomega.Gomega) {
+		for _, p := range s.Pods(d) {
+			g.Expect(p.Status.Phase).To(gomega.Equal(corev1.PodPending))
+			g.Expect(p.Spec.NodeName).To(gomega.BeEmpty())
+		}
+		g.Expect(s.PoolFlavors(pool)).NotTo(gomega.ContainElement(flavor))
+	}).WithTimeout(20 * time.Second).WithPolling(time.Second).Should(gomega.Succeed())
+}

@@ -19,6 +19,15 @@ import (
 // acceptance 1 s, boot 3 s, registration.
 const LaunchTimeout = 90 * time.Second
 
+// DisruptionTimeout is the budget for one disruption: consolidateAfter, Karpenter's ~15 s
+// validation of its decision, the drain and the NodeGroup's teardown.
+const DisruptionTimeout = 2 * time.Minute
+
+// GarbageCollectionTimeout is the budget for a garbage-collection verdict: passes run on
+// NodeGroup and NodeClaim events and at least every minute, and reaping spares groups
+// younger than 30 s.
+const GarbageCollectionTimeout = 3 * time.Minute
+
 // RunSuite is the TestMain of an end-to-end package: it starts a simulated CKE with the
 // bundle applied and the controller running (sim/stack), hands it to started, runs the
 // package's scenarios one after the other, proves the bundle's RBAC over everything they made

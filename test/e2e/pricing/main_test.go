@@ -1,0 +1,19 @@
+// Package pricing is the end-to-end suite of prices: the public price API and its failures, pinned prices, rate changes and NodeOverlay prices steering the flavor.
+// It runs on a simulated CKE of its own (harness.RunSuite), beside the other end-to-end
+// packages; its scenarios run one after the other and each leaves nothing behind. `go test
+// -short` skips it.
+package pricing
+
+import (
+	"os"
+	"testing"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+)
+
+var env *stack.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(harness.RunSuite(m, "e2e/pricing", func(e *stack.Env) { env = e }))
+}

@@ -1,0 +1,19 @@
+// Package probes is the end-to-end suite of quota probes: a launch beyond the sure limit flies alone, and a refused XL does not block a 2XS that fits.
+// It runs on a simulated CKE of its own (harness.RunSuite), beside the other end-to-end
+// packages; its scenarios run one after the other and each leaves nothing behind. `go test
+// -short` skips it.
+package probes
+
+import (
+	"os"
+	"testing"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+)
+
+var env *stack.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(harness.RunSuite(m, "e2e/quota/probes", func(e *stack.Env) { env = e }))
+}

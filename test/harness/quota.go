@@ -1,0 +1,41 @@
+package harness
+
+import (
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+)
+
+// PlatformQuirks turns on what CKE's quota engine does live (sim.LiveOptions): creations
+// made within a second of each other are judged together and refused together, and the
+// reservation of a refused group, or of a group deleted before it was built, is kept for
+// minutes after the group is gone. The suites' fast profile has both off.
+func PlatformQuirks(o *operator.Options) {
+	live := sim.LiveOptions().Operator
+	o.QuotaBatchWindow, o.LeakedReservationTTL = live.QuotaBatchWindow, live.LeakedReservationTTL
+}
+
+// FreshController restarts the controller with overrides, and again with none when the test
+// ends (before the scenario's cleanup): what it proves and remembers of the quota lives in
+// its memory, so each scenario starts from one that knows nothing and leaves the next one
+// the same.
+func (s *Scenario) FreshController(overrides map[string]string) {
+	s.T.Helper()
+	s.T.Cleanup(func() { s.RestartController(nil) })
+	s.RestartController(overrides)
+}
+
+// QuotaRefusals counts the NodeGroups the platform's quota engine refused since the
+// controller started, as the controller counted them.
+func (s *Scenario) QuotaRefusals() float64 {
+	s.T.Helper()
+	return s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"outcome": "QuotaExceeded"})
+}
+
+// RaiseQuota gives the organisation room for the large flavors and tells the controller so;
+// the suite's controller is put back when the test ends, before the scenario's cleanup.
+func (s *Scenario) RaiseQuota() {
+	s.T.Helper()
+	s.Env.Cluster.Operator().Configure(func(o *operator.Options) { o.QuotaCPU, o.QuotaRAMGB = 200, 200 })
+	s.RestartController(map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "200", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "200"})
+	s.T.Cleanup(func() { s.RestartController(nil) })
+}
