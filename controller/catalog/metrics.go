@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 )
@@ -33,5 +32,5 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(flavorPrice, OverridesValid, UnknownFlavorLookups, capacityLearned)
+	metrics.MustRegister(flavorPrice, OverridesValid, UnknownFlavorLookups, capacityLearned)
 }

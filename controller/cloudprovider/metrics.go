@@ -2,7 +2,6 @@ package cloudprovider
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 )
@@ -45,5 +44,5 @@ const (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(acceptanceSeconds, launches, quotaRejections, refusals, Vanished)
+	metrics.MustRegister(acceptanceSeconds, launches, quotaRejections, refusals, Vanished)
 }

@@ -2,7 +2,6 @@ package pricing
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
@@ -51,7 +50,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(refreshAttempts, refreshFailures, productListingAvailable, consecutiveFailures, lastSuccess, ratesInUse)
+	metrics.MustRegister(refreshAttempts, refreshFailures, productListingAvailable, consecutiveFailures, lastSuccess, ratesInUse)
 }
 
 // ReportRates publishes the rates the catalogue prices with: the base catalogue's, which the

@@ -2,7 +2,6 @@ package quota
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 )
@@ -49,5 +48,5 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(limitGauge, provenGauge, refusalsGauge, usageGauge, headroomGauge, leakGauge, probesGauge)
+	metrics.MustRegister(limitGauge, provenGauge, refusalsGauge, usageGauge, headroomGauge, leakGauge, probesGauge)
 }

@@ -26,7 +26,9 @@ type Settings struct {
 	// price-system zone_id when the refresher is enabled.
 	Region string `json:"region" env:"CLEVER_CLOUD_REGION" default:"par" pattern:"^[a-z][a-z0-9-]*$"`
 	// Topology restricts the dynamic flavor list to one CKE topology (DISTRIBUTED,
-	// ALL_IN_ONE, DEDICATED_COMPUTE). Empty takes the union of every topology's list.
+	// ALL_IN_ONE, DEDICATED_COMPUTE). Empty takes the union of every topology's list. It
+	// applies only while the price refresher can read the product listing, which answers 401
+	// without a token since 2026-09: it is then ignored and every catalogue flavor offered.
 	Topology string `json:"topology,omitempty" env:"CLEVER_CLOUD_TOPOLOGY" default:"" pattern:"^([A-Z][A-Z0-9_]*)?$"`
 	// LogLevel is debug, info or error.
 	LogLevel string `json:"logLevel" env:"LOG_LEVEL" default:"info" enum:"debug,info,error"`
@@ -77,7 +79,9 @@ type Settings struct {
 	// Pricing configures the dynamic price and flavor refresher.
 	Pricing Pricing `json:"pricing"`
 	// Quota is the organisation quota, control plane included, when you know it. Zero means
-	// unknown: the limit is then learned from the platform's rejection messages.
+	// unknown: the limit is then inferred from the platform's verdicts on launches (an
+	// accepted launch proves the use it brings fits, a refused one rules that use out), or
+	// read from a refusal's message on a cluster whose operator still writes one.
 	Quota Quota `json:"quota"`
 }
 

@@ -2,7 +2,6 @@ package garbagecollection
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 )
@@ -27,5 +26,5 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(garbageCollected, garbageRefused, outOfBand)
+	metrics.MustRegister(garbageCollected, garbageRefused, outOfBand)
 }

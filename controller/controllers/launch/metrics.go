@@ -2,7 +2,6 @@ package launch
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
 )
@@ -31,5 +30,5 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(lateRefusals, transientFailures, launchesGivenUp, launchesOverdue)
+	metrics.MustRegister(lateRefusals, transientFailures, launchesGivenUp, launchesOverdue)
 }
