@@ -402,12 +402,20 @@ func TestDeploymentShape(t *testing.T) {
 	if c.Image != "ko://github.com/CleverCloud/karpenter-provider-clever-cloud/controller" {
 		t.Errorf("image %q", c.Image)
 	}
-	if p.NodeSelector["clever-cloud.com/cluster-node-role"] != "control-plane" {
-		t.Errorf("nodeSelector %v does not pin the control plane", p.NodeSelector)
+	// A hard selector would leave every replica Pending on a worker-only cluster: placement is
+	// affinity only, required off Karpenter's nodes, preferring the control plane.
+	if len(p.NodeSelector) != 0 {
+		t.Errorf("nodeSelector %v: the default must not pin a node role", p.NodeSelector)
 	}
 	terms := p.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	if len(terms) != 1 || terms[0].MatchExpressions[0].Key != "karpenter.sh/nodepool" || terms[0].MatchExpressions[0].Operator != corev1.NodeSelectorOpDoesNotExist {
+	if len(terms) != 1 || len(terms[0].MatchExpressions) != 1 || terms[0].MatchExpressions[0].Key != "karpenter.sh/nodepool" || terms[0].MatchExpressions[0].Operator != corev1.NodeSelectorOpDoesNotExist {
 		t.Errorf("affinity %+v does not keep the controller off Karpenter nodes", terms)
+	}
+	preferred := p.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	if len(preferred) != 1 || !reflect.DeepEqual(preferred[0].Preference.MatchExpressions, []corev1.NodeSelectorRequirement{{
+		Key: "clever-cloud.com/cluster-node-role", Operator: corev1.NodeSelectorOpIn, Values: []string{"control-plane"},
+	}}) {
+		t.Errorf("preferred affinity %+v does not prefer the control-plane nodes", preferred)
 	}
 	sc := c.SecurityContext
 	if sc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || !*sc.RunAsNonRoot || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
@@ -437,10 +445,29 @@ func TestTagsAndValuesReplaceDefaults(t *testing.T) {
 		t.Error("-t pricing=false not applied")
 	}
 	if !reflect.DeepEqual(d.Spec.Template.Spec.NodeSelector, map[string]string{"node-role.example/infra": "true"}) {
-		t.Errorf("nodeSelector %v: a user's selector must replace the default", d.Spec.Template.Spec.NodeSelector)
+		t.Errorf("nodeSelector %v: a user's selector is rendered as given", d.Spec.Template.Spec.NodeSelector)
+	}
+	if a := d.Spec.Template.Spec.Affinity; a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		t.Errorf("affinity %+v: a user's nodeSelector must keep the default affinity off Karpenter nodes", a)
 	}
 	if find(objs, "Namespace", "autoscaling") == nil {
 		t.Error("namespace tag did not rename the Namespace")
+	}
+}
+
+// TestAffinityOverrideReplacesDefault: values.cue documents that an affinity replaces the
+// default whole (no merge of the preferred control-plane term into a user's own affinity).
+func TestAffinityOverrideReplacesDefault(t *testing.T) {
+	d := deployment(t, mustRender(t, renderOpts{
+		values: "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: node-role.example/infra, operator: Exists}]}]}}}\n",
+	}))
+	want := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "node-role.example/infra", Operator: corev1.NodeSelectorOpExists}},
+		}}},
+	}}
+	if got := d.Spec.Template.Spec.Affinity; !reflect.DeepEqual(got, want) {
+		t.Errorf("affinity %+v, want the user's alone %+v", got, want)
 	}
 }
 

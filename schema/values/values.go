@@ -45,12 +45,14 @@ type Values struct {
 	RevisionHistoryLimit int32 `json:"revisionHistoryLimit" jsonschema:"minimum=0"`
 	// Resources of the controller container.
 	Resources corev1.ResourceRequirements `json:"resources"`
-	// NodeSelector of the controller pods. CKE's control-plane nodes are schedulable, and
-	// running there keeps the controller off the capacity it manages. Topologies whose control
-	// plane is outside the cluster need another selector.
+	// NodeSelector of the controller pods, empty by default: a hard selector added on top of
+	// the affinity. A selector no node matches leaves every replica Pending (a control-plane
+	// selector does on worker-only clusters).
 	NodeSelector map[string]string `json:"nodeSelector"`
-	// Affinity of the controller pods. The default keeps them off nodes Karpenter created, so
-	// consolidation never evicts the controller that performs it.
+	// Affinity of the controller pods. The default requires nodes Karpenter does not manage
+	// (no karpenter.sh/nodepool label), so consolidation never evicts the controller that
+	// performs it, and prefers CKE's control-plane nodes where the cluster shows them. Setting
+	// it replaces the default whole: keep the karpenter.sh/nodepool DoesNotExist term.
 	Affinity corev1.Affinity `json:"affinity"`
 	// Tolerations of the controller pods.
 	Tolerations []corev1.Toleration `json:"tolerations"`
