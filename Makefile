@@ -41,17 +41,18 @@ run: build ## Run the controller against the current kubeconfig, leader election
 ##@ Generation
 
 .PHONY: generate
-generate: ## Regenerate the CRD's owned-label rule, deepcopy, CRDs, schemas, the embedded catalogue, out/ and docs/reference/.
+generate: ## Regenerate the CRD's owned-label rule, deepcopy, CRDs, schemas, the embedded catalogue, out/, docs/reference/ and docs/e2e-scenarios.md.
 	go run ./hack/celmarker
 	$(TOOLS) controller-gen object paths=./controller/apis/...
 	$(TOOLS) controller-gen crd paths=./controller/apis/v1alpha1/... output:crd:artifacts:config=controller/apis/crds
 	./hack/generate-bundle.sh
 	go run ./hack/docgen
+	go run ./hack/scenarios
 
 .PHONY: verify
 verify: generate ## Fail if generated files are stale.
-	@git diff --exit-code -- controller schema out flavors cue docs/reference || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- controller schema out docs/reference)" || { git status --porcelain -- controller schema out docs/reference; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
+	@git diff --exit-code -- controller schema out flavors cue docs/reference docs/e2e-scenarios.md || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- controller schema out docs/reference docs/e2e-scenarios.md)" || { git status --porcelain -- controller schema out docs/reference docs/e2e-scenarios.md; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "unformatted Go files: run gofmt -w" >&2; exit 1; }
 
 ##@ Test

@@ -39,6 +39,8 @@ type Bench struct {
 	healthy map[string]*healthyLaunches
 	// timeouts is, by profile, the acceptance timeouts seen in every window.
 	timeouts map[string]float64
+	// thresholds are the targets' overrides (ThresholdsEnv).
+	thresholds *thresholds
 }
 
 // healthyLaunches are launches of windows in which no Create failed: NodeClaim created →
@@ -430,10 +432,12 @@ type Report struct {
 	Simulator map[string]string            `json:"simulator"`
 	Profiles  map[string]map[string]string `json:"profiles"`
 	// Checks are the figures with a target (the launch path's, the quota's, Karpenter's KWOK budgets).
-	Checks   []Check           `json:"checks,omitempty"`
-	Results  []*Result         `json:"scenarios"`
-	Verdicts map[string]string `json:"verdicts,omitempty"`
-	HotPaths []HotPath         `json:"hotPaths,omitempty"`
+	Checks []Check `json:"checks,omitempty"`
+	// Overrides are the targets ThresholdsEnv moved from their defaults, by key.
+	Overrides map[string]string `json:"overrides,omitempty"`
+	Results   []*Result         `json:"scenarios"`
+	Verdicts  map[string]string `json:"verdicts,omitempty"`
+	HotPaths  []HotPath         `json:"hotPaths,omitempty"`
 }
 
 // Check is one measure against its target on one profile.

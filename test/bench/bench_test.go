@@ -18,7 +18,12 @@ import (
 // BENCH_SCALE_TIMEOUT (5m), BENCH_GATE_PODS (200), BENCH_QUOTA_WINDOW (live 75s, fast 30s),
 // BENCH_CONSOLIDATION_QUIET (45s), BENCH_CONSOLIDATION_SETTLE (live 4m, fast 2m),
 // BENCH_CONSOLIDATION_SETTLE_OPEN (live 90s, fast 2m). The defaults keep `make bench` near
-// 20 minutes on a 2-core machine; the issue's 5-minute quota window is BENCH_QUOTA_WINDOW=5m.
+// 20 minutes on a 2-core machine; a 5-minute quota window is BENCH_QUOTA_WINDOW=5m.
+//
+// A missed target fails the run once the report is written. The targets' numbers are the
+// defaults in the checks below; BENCH_THRESHOLDS overrides them by key (for example
+// BENCH_THRESHOLDS=scale.heapP95MB=150,quota.learned.refused=2), the report lists every
+// override, and a key no check asks for fails the run.
 func TestBench(t *testing.T) {
 	runs, err := profileRuns(os.Getenv("BENCH_PROFILE"))
 	if err != nil {
@@ -27,6 +32,13 @@ func TestBench(t *testing.T) {
 	b := start(t, runs[0].profile)
 	b.Out = outDir(t.TempDir())
 	defer b.write(t, b.Out)
+	// A missed target fails the run, after the report is written (deferred calls run last
+	// first): the figures are kept either way.
+	defer func() {
+		for _, m := range b.missed() {
+			t.Errorf("missed target: %s", m)
+		}
+	}()
 	b.Report.Verdicts = map[string]string{}
 	b.Report.HotPaths = runHotPaths()
 	// Every scenario but the quota episodes and the as-shipped scale run: the quota lifted in
@@ -105,41 +117,45 @@ func (b *Bench) suite(t *testing.T, run profileRun) {
 	decided := "burst of 10 NodeClaims: first NodeClaim → last NodeGroup decided (issue 8)"
 	var r10 *Result
 	t.Run("burst10", func(t *testing.T) { r10 = b.Burst10(t) })
+	maxUnsynced := b.Threshold("burst10.unsyncedSeconds", 3)
+	decisionMargin := b.Threshold("burst10.decisionMarginSeconds", 1)
 	if r10 == nil {
-		b.Unmeasured(unsynced, "≤ 3 s", burst10, "the scenario failed")
-		b.Unmeasured(decided, "≤ the slowest decision + 1 s", burst10, "the scenario failed")
+		b.Unmeasured(unsynced, fmt.Sprintf("≤ %g s", maxUnsynced), burst10, "the scenario failed")
+		b.Unmeasured(decided, fmt.Sprintf("≤ the slowest decision + %g s", decisionMargin), burst10, "the scenario failed")
 	} else {
 		if u := r10.Unsynced; u != nil && u.Samples > 0 {
-			b.Check(unsynced, "≤ 3 s", burst10, fmt.Sprintf("%.2f s (longest stretch %.2f s; %d samples, widest gap %.2f s; NodeClaims without provider ID %.2f s)",
-				u.GaugeSeconds, u.LongestSeconds, u.Samples, u.MaxGapSeconds, u.WithoutProviderIDSeconds), u.GaugeSeconds <= 3)
+			b.Check(unsynced, fmt.Sprintf("≤ %g s", maxUnsynced), burst10, fmt.Sprintf("%.2f s (longest stretch %.2f s; %d samples, widest gap %.2f s; NodeClaims without provider ID %.2f s)",
+				u.GaugeSeconds, u.LongestSeconds, u.Samples, u.MaxGapSeconds, u.WithoutProviderIDSeconds), u.GaugeSeconds <= maxUnsynced)
 		} else {
-			b.Unmeasured(unsynced, "≤ 3 s", burst10, "the gauge could not be sampled")
+			b.Unmeasured(unsynced, fmt.Sprintf("≤ %g s", maxUnsynced), burst10, "the gauge could not be sampled")
 		}
 		v, ok := r10.Figures["firstClaimToLastDecisionSeconds"]
 		slowest := r10.GroupToDecision.Max
-		b.Check(decided, fmt.Sprintf("≤ the slowest decision + 1 s = %.2f s", slowest+1), burst10,
+		b.Check(decided, fmt.Sprintf("≤ the slowest decision + %g s = %.2f s", decisionMargin, slowest+decisionMargin), burst10,
 			fmt.Sprintf("%.2f s (the provider's part, first NodeClaim → last NodeGroup created: %.2f s; the operator's decisions %.2f–%.2f s after creation)",
-				v, r10.Figures["firstClaimToLastGroupCreatedSeconds"], r10.GroupToDecision.P50, slowest), ok && v <= slowest+1)
+				v, r10.Figures["firstClaimToLastGroupCreatedSeconds"], r10.GroupToDecision.P50, slowest), ok && v <= slowest+decisionMargin)
 		b.newNodeCheck(r10, join)
 	}
 	for _, configured := range []bool{false, true} {
-		name, measure, target, max := "quota-learned", "quota episode, quota learned: NodeGroups refused", "≤ 1", 1
+		name, measure, max := "quota-learned", "quota episode, quota learned: NodeGroups refused", b.Threshold("quota.learned.refused", 1)
 		if configured {
-			name, measure, target, max = "quota-configured", "quota episode, quota configured: NodeGroups refused", "0", 0
+			name, measure, max = "quota-configured", "quota episode, quota configured: NodeGroups refused", b.Threshold("quota.configured.refused", 0)
 		}
+		target := fmt.Sprintf("≤ %g", max)
 		var r *Result
 		t.Run(name, func(t *testing.T) { r = b.QuotaEpisode(t, configured, quotaWindow) })
 		if r == nil {
 			b.Unmeasured(measure, target, "quota-episode-"+strings.TrimPrefix(name, "quota-"), "the scenario failed")
 			continue
 		}
-		b.Check(measure, target, r.Name, quotaVerdict(r, quotaWindow), r.Rejected <= max)
+		b.Check(measure, target, r.Name, quotaVerdict(r, quotaWindow), float64(r.Rejected) <= max)
 	}
 	if run.all {
 		// The platform's bad days: leaks and batch judging on, the quota not configured.
 		for _, spec := range HostileQuotaEpisodes(perProfile("BENCH_HOSTILE_QUOTA_WINDOW", p, 6*time.Minute, 5*time.Minute)) {
 			measure := fmt.Sprintf("%s: every pod that fits runs, NodeGroups refused", spec.Name)
-			target := fmt.Sprintf("%d running, ≤ %d refused", spec.Fit, spec.MaxRefused)
+			maxRefused := b.Threshold(spec.Name+".refused", float64(spec.MaxRefused))
+			target := fmt.Sprintf("%d running, ≤ %g refused", spec.Fit, maxRefused)
 			var r *Result
 			t.Run(spec.Name, func(t *testing.T) { r = b.HostileQuotaEpisode(t, spec) })
 			if r == nil {
@@ -147,7 +163,7 @@ func (b *Bench) suite(t *testing.T, run profileRun) {
 				continue
 			}
 			b.Check(measure, target, r.Name, fmt.Sprintf("%.0f running in %.0f s, %d refused", r.Figures["podsRunning"], r.Figures["everyFittingPodRunningSeconds"], r.Rejected),
-				int(r.Figures["podsRunning"]) >= spec.Fit && r.Rejected <= spec.MaxRefused)
+				int(r.Figures["podsRunning"]) >= spec.Fit && float64(r.Rejected) <= maxRefused)
 		}
 	}
 	if run.all {
@@ -187,35 +203,38 @@ func (b *Bench) newNodeCheck(r *Result, join float64) {
 		return
 	}
 	measure := "pod pending → Running p50 on a new node, " + r.Name
-	target := fmt.Sprintf("≤ join + 3 s = %g s", join+3)
+	margin := b.Threshold("newNode.marginSeconds", 3)
+	target := fmt.Sprintf("≤ join + %g s = %g s", margin, join+margin)
 	st := r.PendingToRunningNewNode
 	if st.N == 0 {
 		b.Unmeasured(measure, target, r.Name, "no pod waited for a new node")
 		return
 	}
-	b.Check(measure, target, r.Name, fmt.Sprintf("%.2f s (p95 %.2f s, %d pods; join %g s)", st.P50, st.P95, st.N, join), st.P50 <= join+3)
+	b.Check(measure, target, r.Name, fmt.Sprintf("%.2f s (p95 %.2f s, %d pods; join %g s)", st.P50, st.P95, st.N, join), st.P50 <= join+margin)
 }
 
 // profileChecks records the Create duration of the profile's healthy launches against the
 // operator's decision they wait for, and the profile's acceptance timeouts.
 func (b *Bench) profileChecks() {
 	measure := "Create duration p50 / p95, healthy launches (NodeClaim created → provider ID)"
-	target := "returns on the operator's decision: p95 ≤ decision p95 + 0.5 s"
+	margin := b.Threshold("create.marginSeconds", 0.5)
+	target := fmt.Sprintf("returns on the operator's decision: p95 ≤ decision p95 + %g s", margin)
 	if h := b.healthy[b.Profile]; h != nil && len(h.launch) > 0 && len(h.decision) > 0 {
 		l, d := stat(h.launch), stat(h.decision)
 		mean := 0.0
 		if h.create.count > 0 {
 			mean = h.create.sum / h.create.count
 		}
-		b.Check(measure, fmt.Sprintf("%s = %.2f s", target, d.P95+0.5), "",
+		b.Check(measure, fmt.Sprintf("%s = %.2f s", target, d.P95+margin), "",
 			fmt.Sprintf("%.2f s / %.2f s (%d launches; core's Create histogram: %.0f calls, mean %.2f s; the operator's decision p50 %.2f s / p95 %.2f s)",
-				l.P50, l.P95, l.N, h.create.count, mean, d.P50, d.P95), l.P95 <= d.P95+0.5)
+				l.P50, l.P95, l.N, h.create.count, mean, d.P50, d.P95), l.P95 <= d.P95+margin)
 	} else {
 		b.Unmeasured(measure, target, "", "no window with healthy launches only")
 	}
 	timeouts := b.timeouts[b.Profile]
-	b.Check("acceptance timeouts (karpenter_clevercloud_nodegroup_launches_total{outcome=\"TimedOut\"})", "0", "",
-		fmt.Sprintf("%.0f over every window of the profile", timeouts), timeouts == 0)
+	maxTimeouts := b.Threshold("create.timeouts", 0)
+	b.Check("acceptance timeouts (karpenter_clevercloud_nodegroup_launches_total{outcome=\"TimedOut\"})", fmt.Sprintf("≤ %g", maxTimeouts), "",
+		fmt.Sprintf("%.0f over every window of the profile", timeouts), timeouts <= maxTimeouts)
 }
 
 func consolidationVerdict(c *Result) string {
@@ -260,15 +279,20 @@ func (b *Bench) budgets(r *Result, pods int, variant string) {
 	bound := fmt.Sprintf("%d pods (%s): every pod bound after the first was created", pods, variant)
 	heap := fmt.Sprintf("%d pods (%s): controller heap p95", pods, variant)
 	cpu := fmt.Sprintf("%d pods (%s): controller average CPU", pods, variant)
+	// Karpenter's KWOK budgets: bound within 2 minutes, heap p95 under 120 MB, under half a core.
+	maxBound := b.Threshold("scale.boundSeconds", 120)
+	maxHeap := b.Threshold("scale.heapP95MB", 120)
+	maxCores := b.Threshold("scale.averageCores", 0.5)
+	boundTarget, heapTarget, cpuTarget := fmt.Sprintf("< %g s (KWOK budget)", maxBound), fmt.Sprintf("< %g MB (KWOK budget)", maxHeap), fmt.Sprintf("< %g cores (KWOK budget)", maxCores)
 	if r == nil {
-		for m, tg := range map[string]string{bound: "< 2 min", heap: "< 120 MB", cpu: "< 0.5 cores"} {
+		for m, tg := range map[string]string{bound: boundTarget, heap: heapTarget, cpu: cpuTarget} {
 			b.Unmeasured(m, tg, "", "the scenario failed")
 		}
 		return
 	}
 	all := r.Figures["firstPodToAllBoundSeconds"]
-	b.Check(bound, "< 2 min (KWOK budget)", r.Name, fmt.Sprintf("%.1f s (last NodeClaim %.1f s, every pod Running %.1f s)", all, r.Figures["firstPodToLastNodeClaimSeconds"], r.Figures["firstPodToAllRunningSeconds"]),
-		len(r.Misses) == 0 && all > 0 && all < 120)
-	b.Check(heap, "< 120 MB (KWOK budget)", r.Name, fmt.Sprintf("%.1f MB (peak %.1f MB)", r.Footprint.P95HeapMB, r.Footprint.PeakHeapMB), r.Footprint.P95HeapMB < 120)
-	b.Check(cpu, "< 0.5 cores (KWOK budget)", r.Name, fmt.Sprintf("%.3f cores over %.0f s (%.1f CPU s)", r.Footprint.AvgCores, r.WallSeconds, r.Footprint.CPUSeconds), r.Footprint.AvgCores < 0.5)
+	b.Check(bound, boundTarget, r.Name, fmt.Sprintf("%.1f s (last NodeClaim %.1f s, every pod Running %.1f s)", all, r.Figures["firstPodToLastNodeClaimSeconds"], r.Figures["firstPodToAllRunningSeconds"]),
+		len(r.Misses) == 0 && all > 0 && all < maxBound)
+	b.Check(heap, heapTarget, r.Name, fmt.Sprintf("%.1f MB (peak %.1f MB)", r.Footprint.P95HeapMB, r.Footprint.PeakHeapMB), r.Footprint.P95HeapMB < maxHeap)
+	b.Check(cpu, cpuTarget, r.Name, fmt.Sprintf("%.3f cores over %.0f s (%.1f CPU s)", r.Footprint.AvgCores, r.WallSeconds, r.Footprint.CPUSeconds), r.Footprint.AvgCores < maxCores)
 }

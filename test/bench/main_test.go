@@ -113,9 +113,15 @@ func start(t *testing.T, profile string) *Bench {
 			sharedErr = fmt.Errorf("starting the stack: %w", err)
 			return
 		}
+		th, err := readThresholds()
+		if err != nil {
+			sharedErr = err
+			_ = env.Stop()
+			return
+		}
 		sctx, stop := context.WithCancel(context.Background())
 		b := &Bench{Env: env, Sampler: &Sampler{env: env}, Report: &Report{Machine: machine},
-			healthy: map[string]*healthyLaunches{}, timeouts: map[string]float64{}}
+			healthy: map[string]*healthyLaunches{}, timeouts: map[string]float64{}, thresholds: th}
 		go b.Sampler.run(sctx)
 		b.Report.Simulator = map[string]string{
 			"control plane":    "2 × S (schedulable, counted in the quota)",

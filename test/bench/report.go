@@ -74,6 +74,12 @@ func (r *Report) Markdown() string {
 		r.checksTable(&b, profiles)
 	}
 	b.WriteString(method)
+	if len(r.Overrides) > 0 {
+		b.WriteString("\n## Overridden targets\n\nSet by " + ThresholdsEnv + "; every other target is the default.\n\n")
+		for _, k := range sortedKeys(r.Overrides) {
+			fmt.Fprintf(&b, "- `%s`: %s\n", k, r.Overrides[k])
+		}
+	}
 	if len(r.Verdicts) > 0 {
 		b.WriteString("\n## Verdicts\n\n")
 		for _, k := range sortedKeys(r.Verdicts) {

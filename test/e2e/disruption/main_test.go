@@ -1,7 +1,8 @@
-// Package disruption is the end-to-end suite of taking nodes away: consolidation, drift, expiry, foreground deletion, and the disruption controls of the shipped examples (budgets, do-not-disrupt, PodDisruptionBudgets).
-// It runs on a simulated CKE of its own (harness.RunSuite), beside the other end-to-end
-// packages; its scenarios run one after the other and each leaves nothing behind. `go test
-// -short` skips it.
+// Package disruption is the end-to-end suite of taking nodes away: consolidation, drift, expiry,
+// foreground deletion, and the disruption controls of the shipped examples (budgets,
+// do-not-disrupt, PodDisruptionBudgets). It runs on a simulated CKE of its own (harness.RunSuite),
+// beside the other end-to-end packages; its scenarios run one after the other and each leaves
+// nothing behind. `go test -short` skips it.
 package disruption
 
 import (

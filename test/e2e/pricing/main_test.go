@@ -1,7 +1,7 @@
-// Package pricing is the end-to-end suite of prices: the public price API and its failures, pinned prices, rate changes and NodeOverlay prices steering the flavor.
-// It runs on a simulated CKE of its own (harness.RunSuite), beside the other end-to-end
-// packages; its scenarios run one after the other and each leaves nothing behind. `go test
-// -short` skips it.
+// Package pricing is the end-to-end suite of prices: the public price API and its failures, pinned
+// prices, rate changes and NodeOverlay prices steering the flavor. It runs on a simulated CKE of
+// its own (harness.RunSuite), beside the other end-to-end packages; its scenarios run one after the
+// other and each leaves nothing behind. `go test -short` skips it.
 package pricing
 
 import (

@@ -1,8 +1,8 @@
-// Package provisioning is the end-to-end suite of launching nodes for pending pods: the
-// cheapest flavor that fits, bin-packing, the labels a node carries, and the shipped examples
-// that provision. It runs on a simulated CKE of its own (harness.RunSuite), beside the other
-// end-to-end packages; its scenarios run one after the other and each leaves nothing behind.
-// `go test -short` skips it.
+// Package provisioning is the end-to-end suite of launching nodes for pending pods: the cheapest
+// flavor that fits, bin-packing, the labels a node carries, and the shipped examples that
+// provision. It runs on a simulated CKE of its own (harness.RunSuite), beside the other end-to-end
+// packages; its scenarios run one after the other and each leaves nothing behind. `go test -short`
+// skips it.
 package provisioning
 
 import (

@@ -1,7 +1,8 @@
-// Package repair is the end-to-end suite of NodeRepair: unhealthy nodes replaced after the toleration, within the unhealthy budget, and left alone with the gate off. It runs a controller linked with a 30 s toleration.
-// It runs on a simulated CKE of its own (harness.RunSuite), beside the other end-to-end
-// packages; its scenarios run one after the other and each leaves nothing behind. `go test
-// -short` skips it.
+// Package repair is the end-to-end suite of NodeRepair: unhealthy nodes replaced after the
+// toleration, within the unhealthy budget, and left alone with the gate off. It runs a controller
+// linked with a 30 s toleration. It runs on a simulated CKE of its own (harness.RunSuite), beside
+// the other end-to-end packages; its scenarios run one after the other and each leaves nothing
+// behind. `go test -short` skips it.
 package repair
 
 import (

@@ -59,6 +59,9 @@ func TestQuotaConfiguredHeadroomHoldsEveryPod(t *testing.T) {
 	headroomEpisode(t, map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "40", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "40"}, 0)
 }
 
+// The same twelve pods with the quota unknown to the controller: CKE's default is its
+// provisional limit, and its headroom holds all twelve, so at most one NodeGroup is refused
+// (what a probe beyond it would cost).
 func TestQuotaInferredHeadroomHoldsEveryPod(t *testing.T) {
 	headroomEpisode(t, nil, 0)
 }

@@ -1,7 +1,7 @@
-// Package lowered is the end-to-end suite of a quota below CKE's default: refusals stay bounded while the controller learns the limit.
-// It runs on a simulated CKE of its own (harness.RunSuite), beside the other end-to-end
-// packages; its scenarios run one after the other and each leaves nothing behind. `go test
-// -short` skips it.
+// Package lowered is the end-to-end suite of a quota below CKE's default: refusals stay bounded
+// while the controller learns the limit. It runs on a simulated CKE of its own (harness.RunSuite),
+// beside the other end-to-end packages; its scenarios run one after the other and each leaves
+// nothing behind. `go test -short` skips it.
 package lowered
 
 import (

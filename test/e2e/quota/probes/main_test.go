@@ -1,7 +1,7 @@
-// Package probes is the end-to-end suite of quota probes: a launch beyond the sure limit flies alone, and a refused XL does not block a 2XS that fits.
-// It runs on a simulated CKE of its own (harness.RunSuite), beside the other end-to-end
-// packages; its scenarios run one after the other and each leaves nothing behind. `go test
-// -short` skips it.
+// Package probes is the end-to-end suite of quota probes: a launch beyond the sure limit flies
+// alone, and a refused XL does not block a 2XS that fits. It runs on a simulated CKE of its own
+// (harness.RunSuite), beside the other end-to-end packages; its scenarios run one after the other
+// and each leaves nothing behind. `go test -short` skips it.
 package probes
 
 import (

@@ -1,7 +1,7 @@
-// Package raised is the end-to-end suite of a raised quota: it is climbed without refusals, and a refused XL does not collapse it for smaller flavors.
-// It runs on a simulated CKE of its own (harness.RunSuite), beside the other end-to-end
-// packages; its scenarios run one after the other and each leaves nothing behind. `go test
-// -short` skips it.
+// Package raised is the end-to-end suite of a raised quota: it is climbed without refusals, and a
+// refused XL does not collapse it for smaller flavors. It runs on a simulated CKE of its own
+// (harness.RunSuite), beside the other end-to-end packages; its scenarios run one after the other
+// and each leaves nothing behind. `go test -short` skips it.
 package raised
 
 import (
