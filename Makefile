@@ -135,6 +135,10 @@ base: ## Push the minimal base image (pinned inputs, same digest every time) to 
 image: $(BIN)/ko ## Build and push the controller image (both platforms, SBOM) to KO_DOCKER_REPO.
 	$(RELEASE_ENV) ./hack/release/release.sh image
 
+.PHONY: render
+render: $(BIN)/cue ## make render IMAGE=<registry>/<name>@sha256:… [VALUES=my-values.yaml] [OUT=install.yaml]: the install YAML, for an image a cluster can pull.
+	@IMAGE='$(IMAGE)' VALUES='$(VALUES)' OUT='$(OUT)' VERSION='$(VERSION)' CUE='$(BIN)/cue' ./hack/render.sh
+
 .PHONY: release
 release: $(BIN)/ko $(BIN)/cue ## make release VERSION=vX.Y.Z KO_DOCKER_REPO=…: image + digest-pinned dist/.
 	$(RELEASE_ENV) ./hack/release/release.sh release

@@ -86,9 +86,9 @@ release() {
 	trap 'rm -rf "$stage"' EXIT
 	# The same CUE export that renders out/, with the digest for the ko:// path: one rendering
 	# path for the dev loop's manifests and the release's.
-	"$CUE" export ./cue -t image="$pinned" -e crdStream --out text >"$stage/crds.yaml"
-	"$CUE" export ./cue -t image="$pinned" -e appStream --out text >"$stage/karpenter.yaml"
-	"$CUE" export ./cue -t image="$pinned" -e stream --out text >"$stage/install.yaml"
+	"$CUE" export ./cue -t image="$pinned" -t version="$VERSION" -e crdStream --out text >"$stage/crds.yaml"
+	"$CUE" export ./cue -t image="$pinned" -t version="$VERSION" -e appStream --out text >"$stage/karpenter.yaml"
+	"$CUE" export ./cue -t image="$pinned" -t version="$VERSION" -e stream --out text >"$stage/install.yaml"
 	(cd "$stage" && sha256sum crds.yaml install.yaml karpenter.yaml >SHA256SUMS)
 	chmod 0755 "$stage"
 	rm -rf "$DIST"
