@@ -1,14 +1,12 @@
 package harness
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,10 +52,8 @@ type GroupRecorder struct {
 	probe func(GroupRecord) bool
 	// violations are the creations that broke "a probe flies alone" (see ProbesFlewAlone).
 	violations []string
-	// ended is set when the watch's channel closed before the test stopped it.
-	ended    bool
-	stopping bool
-	reported bool
+	rec        *Recording
+	reported   bool
 }
 
 // RecordGroups starts a GroupRecorder for the NodeGroups of pool. probe, when not nil, says
@@ -66,68 +62,47 @@ type GroupRecorder struct {
 // own. The recording stops when the test ends; the test fails if the watch ended before.
 func (s *Scenario) RecordGroups(pool string, probe func(GroupRecord) bool) *GroupRecorder {
 	s.T.Helper()
-	sel := client.MatchingLabels{karpv1.NodePoolLabelKey: pool}
-	list := &ngv1.NodeGroupList{}
-	s.must(s.Env.Client.List(s.Ctx, list, sel))
 	r := &GroupRecorder{s: s, pool: pool, groups: map[types.UID]*GroupRecord{}, probe: probe}
-	before := map[types.UID]bool{}
-	for _, g := range list.Items {
-		before[g.UID] = true
-	}
-	ctx, cancel := context.WithCancel(s.Ctx)
-	w, err := s.Env.Client.Watch(ctx, &ngv1.NodeGroupList{}, sel, &client.ListOptions{Raw: listAt(list.ResourceVersion)})
-	if err != nil {
-		cancel()
-		s.T.Fatalf("watching the NodeGroups of pool %s: %v", pool, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
-				r.end()
-				return
-			}
-			if g, ok := ev.Object.(*ngv1.NodeGroup); ok && !before[g.UID] {
-				r.observe(ev.Type, g)
-			}
+	_, rec, err := Record(s.Ctx, s.Env.Client, &ngv1.NodeGroupList{}, func(ev Event) {
+		if g, ok := ev.Object.(*ngv1.NodeGroup); ok && !ev.Listed {
+			r.observe(ev.Type, g, ev.At)
 		}
-		r.end()
-	}()
+	}, client.MatchingLabels{karpv1.NodePoolLabelKey: pool})
+	if err != nil {
+		s.T.Fatalf("recording the NodeGroups of pool %s: %v", pool, err)
+	}
+	r.rec = rec
 	s.T.Cleanup(func() {
-		r.mu.Lock()
-		r.stopping = true
-		r.mu.Unlock()
-		cancel()
-		w.Stop()
-		<-done
-		r.checkWatch()
+		if err := rec.Stop(); err != nil {
+			r.fail(err)
+		}
 	})
 	return r
 }
 
-func (r *GroupRecorder) end() {
+// fail reports the recording's error, once.
+func (r *GroupRecorder) fail(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.stopping {
-		r.ended = true
-	}
-}
-
-// checkWatch fails the test, once, if the watch ended before the test stopped it.
-func (r *GroupRecorder) checkWatch() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ended && !r.reported {
+	if !r.reported {
 		r.reported = true
-		r.s.T.Errorf("the watch on the NodeGroups of pool %s ended before the test did: what it missed went unseen", r.pool)
+		r.s.T.Errorf("NodeGroups of pool %s: %v", r.pool, err)
 	}
 }
 
-func (r *GroupRecorder) observe(t watch.EventType, g *ngv1.NodeGroup) {
+// checkWatch fails the test if the watch ended early.
+func (r *GroupRecorder) checkWatch() {
+	if r.rec == nil {
+		return
+	}
+	if err := r.rec.Err(); err != nil {
+		r.fail(err)
+	}
+}
+
+func (r *GroupRecorder) observe(t watch.EventType, g *ngv1.NodeGroup, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := time.Now()
 	rec := r.groups[g.UID]
 	if rec == nil {
 		rec = &GroupRecord{UID: g.UID, Name: g.Name, Flavor: g.Spec.Flavor, Index: len(r.groups) + 1, Created: now}
@@ -225,6 +200,3 @@ func FlavorsOfRecords(records []GroupRecord) []string {
 	}
 	return out
 }
-
-// listAt is a watch's list options starting at resourceVersion rv.
-func listAt(rv string) *metav1.ListOptions { return &metav1.ListOptions{ResourceVersion: rv} }

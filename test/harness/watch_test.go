@@ -1,0 +1,78 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/testenv"
+)
+
+var api *testenv.Env
+
+// TestMain starts a real apiserver: a recording is about what the apiserver's watches do.
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		e, err := testenv.Start()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "starting the apiserver:", err)
+			return 1
+		}
+		defer func() { _ = e.Stop() }()
+		api = e
+		return m.Run()
+	}())
+}
+
+func configMap(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"recording": "test"}}}
+}
+
+// A recording reports what came after its list, in order, and marks what the list held.
+func TestRecordingHandsOnEventsAfterItsList(t *testing.T) {
+	g := gomega.NewWithT(t)
+	ctx := context.Background()
+	before := configMap("recorded-before")
+	g.Expect(api.Client.Create(ctx, before)).To(gomega.Succeed())
+	events := make(chan Event, 16)
+	existing, rec, err := Record(ctx, api.Client, &corev1.ConfigMapList{}, func(ev Event) { events <- ev }, client.InNamespace("default"), client.MatchingLabels{"recording": "test"})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(existing).To(gomega.HaveLen(1))
+	after := configMap("recorded-after")
+	g.Expect(api.Client.Create(ctx, after)).To(gomega.Succeed())
+	g.Expect(api.Client.Delete(ctx, before)).To(gomega.Succeed())
+	var got []string
+	g.Eventually(func() []string {
+		select {
+		case ev := <-events:
+			got = append(got, string(ev.Type)+" "+ev.Object.GetName()+map[bool]string{true: " listed", false: ""}[ev.Listed])
+		default:
+		}
+		return got
+	}).WithTimeout(10 * time.Second).Should(gomega.Equal([]string{
+		string(watch.Added) + " recorded-after",
+		string(watch.Deleted) + " recorded-before listed",
+	}))
+	g.Expect(rec.Stop()).To(gomega.Succeed(), "a recording stopped while its watch runs ends cleanly")
+}
+
+// A watch the apiserver ends before the recording is stopped is an error: what came next
+// went unseen.
+func TestRecordingReportsAWatchThatEndsEarly(t *testing.T) {
+	g := gomega.NewWithT(t)
+	// The apiserver closes this watch after a second, as it closes any watch at its timeout.
+	short := &client.ListOptions{Raw: &metav1.ListOptions{TimeoutSeconds: ptr.To[int64](1)}}
+	_, rec, err := Record(context.Background(), api.Client, &corev1.ConfigMapList{}, func(Event) {}, client.InNamespace("default"), short)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Eventually(rec.Err).WithTimeout(15 * time.Second).Should(gomega.MatchError(gomega.ContainSubstring("ended before the recording was stopped")))
+	g.Expect(rec.Stop()).To(gomega.MatchError(gomega.ContainSubstring("ended before")))
+}
