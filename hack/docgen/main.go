@@ -2,7 +2,8 @@
 // setting of the controller (controller/settings, with the defaults the bundle renders into
 // out/) and every Karpenter core flag and environment variable the binary honours
 // (sigs.k8s.io/karpenter's options, read from its flag set), and every metric the provider
-// registers (controller/metrics.Collectors, read through a Prometheus registry). `make
+// registers (controller/metrics.Collectors, read through a Prometheus registry), and the
+// versions the project is built and tested with (its go.mod files). `make
 // generate` runs it after the bundle is rendered; `make verify` fails when a page is stale.
 // Run it from the repository root: `go run ./hack/docgen`.
 package main
@@ -50,5 +51,9 @@ func Pages(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	return map[string][]byte{"settings.md": settings, "metrics.md": metrics}, nil
+	compat, err := CompatibilityPage(root)
+	if err != nil {
+		return nil, fmt.Errorf("compatibility: %w", err)
+	}
+	return map[string][]byte{"settings.md": settings, "metrics.md": metrics, "compatibility.md": compat}, nil
 }
