@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/samber/lo"
@@ -29,6 +30,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotausage"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/preflight"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
@@ -39,6 +41,13 @@ func main() {
 	if len(os.Args) > 1 && (os.Args[1] == "--version" || os.Args[1] == "version") {
 		fmt.Println(version.Version)
 		return
+	}
+	// The read-only commands a user runs against the current kubeconfig before installing.
+	if len(os.Args) > 1 && slices.Contains(preflight.Commands, os.Args[1]) {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := preflight.Main(ctx, os.Args[1], os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	cfg, err := settings.Load()
 	if err != nil {
@@ -77,6 +86,10 @@ func main() {
 		lo.Must0(op.Add(refresher))
 		prices = refresher
 	}
+
+	// The preflight checks that can change at run time, repeated by the leader as a gauge.
+	checks := lo.Must(preflight.NewCluster(op.GetConfig(), cat, os.Getenv("SYSTEM_NAMESPACE"), quota.Limit{CPU: int64(cfg.Quota.CPU), GB: int64(cfg.Quota.Memory)}))
+	lo.Must0(op.Add(preflight.NewRunner(checks, preflight.RuntimePeriod, logger.WithName("preflight"))))
 
 	// The provider's own controllers publish as karpenter-clevercloud; the cloud provider and the
 	// launch follower share core's recorder, so that their transient-failure events dedupe.
