@@ -128,7 +128,10 @@ func (b *Bench) Open(s *harness.Scenario) *Window {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Window{b: b, s: s, TL: newTimeline(), cancel: cancel, ops: b.Env.Cluster.Operator().Options()}
 	w.audit = harness.NewAuditReader(b.Env.Cluster.AuditLogPath())
-	w.TL.Watch(ctx, b.Env.Client, s.Namespace)
+	if err := w.TL.Watch(ctx, b.Env.Client, s.Namespace); err != nil {
+		cancel()
+		s.T.Fatalf("opening the window: %v", err)
+	}
 	w.before, _ = scrapeLaunchMetrics(b.Env.Controller())
 	w.Start = time.Now()
 	return w
@@ -223,8 +226,12 @@ var StepNames = []string{
 // Close ends the window and computes the result.
 func (w *Window) Close(name, description string) *Result {
 	end := time.Now()
+	watchErr := w.TL.Stop()
 	w.cancel()
 	r := &Result{Name: name, Profile: w.b.Profile, Description: description, WallSeconds: round3(end.Sub(w.Start).Seconds()), Figures: map[string]float64{}}
+	if watchErr != nil {
+		r.Misses = append(r.Misses, watchErr.Error())
+	}
 	r.SimDelays.DecisionSeconds = w.ops.DecisionDelay.Seconds()
 	r.SimDelays.JoinSeconds = w.ops.JoinDelay.Seconds()
 	r.SimDelays.SyncMinSeconds = w.ops.SyncDelayMin.Seconds()

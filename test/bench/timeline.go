@@ -2,13 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -28,6 +27,7 @@ type Timeline struct {
 	Nodes  map[string]*NodeTimes
 	// changed is signalled (non-blocking) on every recorded change.
 	changed chan struct{}
+	recs    []*harness.Recording
 	// lastFleetChange is when a NodeClaim or NodeGroup last appeared, was decided, started
 	// deleting or went.
 	lastFleetChange time.Time
@@ -85,61 +85,49 @@ func set(t *time.Time, now time.Time) {
 }
 
 // Watch records the objects of namespace ns (pods) and cluster-wide NodeClaims, NodeGroups
-// and Nodes until ctx ends. It returns once every watch has listed.
-func (tl *Timeline) Watch(ctx context.Context, c client.WithWatch, ns string) {
-	var ready sync.WaitGroup
-	ready.Add(4)
-	go tl.loop(ctx, c, &corev1.PodList{}, []client.ListOption{client.InNamespace(ns)}, &ready)
-	go tl.loop(ctx, c, &karpv1.NodeClaimList{}, nil, &ready)
-	go tl.loop(ctx, c, &ngv1.NodeGroupList{}, nil, &ready)
-	go tl.loop(ctx, c, &corev1.NodeList{}, nil, &ready)
-	ready.Wait()
-}
-
-func (tl *Timeline) loop(ctx context.Context, c client.WithWatch, list client.ObjectList, opts []client.ListOption, ready *sync.WaitGroup) {
-	first := true
-	defer func() {
-		if first {
-			ready.Done()
-		}
-	}()
-	retry := time.NewTicker(500 * time.Millisecond)
-	defer retry.Stop()
-	for ctx.Err() == nil {
-		l := list.DeepCopyObject().(client.ObjectList)
-		if err := c.List(ctx, l, opts...); err != nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-retry.C:
-				continue
-			}
+// and Nodes until Stop, through harness.Record. It returns once every recording has listed.
+func (tl *Timeline) Watch(ctx context.Context, c client.WithWatch, ns string) error {
+	for _, w := range []struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{&corev1.PodList{}, []client.ListOption{client.InNamespace(ns)}},
+		{&karpv1.NodeClaimList{}, nil},
+		{&ngv1.NodeGroupList{}, nil},
+		{&corev1.NodeList{}, nil},
+	} {
+		existing, rec, err := harness.Record(ctx, c, w.list, func(ev harness.Event) {
+			tl.observe(ev.Object, ev.At, ev.Type == watch.Deleted)
+		}, w.opts...)
+		if err != nil {
+			_ = tl.Stop()
+			return err
 		}
 		now := time.Now()
-		items, _ := meta.ExtractList(l)
-		for _, it := range items {
-			tl.observe(it.(client.Object), now, false)
+		for _, o := range existing {
+			tl.observe(o, now, false)
 		}
-		if first {
-			first = false
-			ready.Done()
-		}
-		w, err := c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), append(append([]client.ListOption{}, opts...), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})...)
-		if err != nil {
-			continue
-		}
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error || ev.Type == watch.Bookmark {
-				continue
-			}
-			obj, ok := ev.Object.(client.Object)
-			if !ok {
-				continue
-			}
-			tl.observe(obj, time.Now(), ev.Type == watch.Deleted)
-		}
-		w.Stop()
+		tl.mu.Lock()
+		tl.recs = append(tl.recs, rec)
+		tl.mu.Unlock()
 	}
+	return nil
+}
+
+// Stop ends the recordings. Its error says a watch ended early: the timeline misses what
+// came after, and the window's figures with it.
+func (tl *Timeline) Stop() error {
+	tl.mu.Lock()
+	recs := tl.recs
+	tl.recs = nil
+	tl.mu.Unlock()
+	var errs []error
+	for _, r := range recs {
+		if err := r.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {

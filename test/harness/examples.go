@@ -1,14 +1,9 @@
 package harness
 
 import (
-	"time"
-
-	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
@@ -47,15 +42,8 @@ func (s *Scenario) DeploymentIn(objs []*unstructured.Unstructured) *appsv1.Deplo
 	return nil
 }
 
-// WaitPoolsReady waits for NodePools to be Ready: Karpenter logs an error for a pending pod
-// while a freshly applied pool is not Ready yet.
+// WaitPoolsReady waits for the scenario's NodePools to be Ready (WaitNodePoolsReady).
 func (s *Scenario) WaitPoolsReady(names ...string) {
 	s.T.Helper()
-	s.G.Eventually(func(g gomega.Gomega) {
-		for _, n := range names {
-			np := &karpv1.NodePool{}
-			g.Expect(s.Env.Client.Get(s.Ctx, client.ObjectKey{Name: n}, np)).To(gomega.Succeed())
-			g.Expect(np.StatusConditions().Root().IsTrue()).To(gomega.BeTrue(), "NodePool %s Ready: %+v", n, np.Status.Conditions)
-		}
-	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(gomega.Succeed())
+	WaitNodePoolsReady(s.Ctx, s.G, s.Env.Client, names...)
 }

@@ -108,19 +108,9 @@ func (s *Scenario) Create(obj client.Object) {
 // to be Ready.
 func (s *Scenario) NodeClass(suffix string, labels map[string]string) *v1alpha1.CleverNodeClass {
 	s.T.Helper()
-	nc := &v1alpha1.CleverNodeClass{ObjectMeta: metav1.ObjectMeta{Name: s.Name + suffix}}
-	if len(labels) > 0 {
-		nc.Spec.Labels = map[string]v1alpha1.LabelValue{}
-		for k, v := range labels {
-			nc.Spec.Labels[k] = v1alpha1.LabelValue(v)
-		}
-	}
+	nc := NewNodeClass(s.Name+suffix, labels)
 	s.Create(nc)
-	s.G.Eventually(func(g gomega.Gomega) {
-		got := &v1alpha1.CleverNodeClass{}
-		g.Expect(s.Env.Client.Get(s.Ctx, client.ObjectKeyFromObject(nc), got)).To(gomega.Succeed())
-		g.Expect(got.StatusConditions().Root().IsTrue()).To(gomega.BeTrue(), "CleverNodeClass %s not Ready: %+v", nc.Name, got.Status.Conditions)
-	}).WithTimeout(30 * time.Second).Should(gomega.Succeed())
+	WaitNodeClassReady(s.Ctx, s.G, s.Env.Client, nc)
 	return nc
 }
 
@@ -132,22 +122,9 @@ type PoolOption func(*karpv1.NodePool)
 // consolidateAfter.
 func (s *Scenario) NodePool(suffix string, class *v1alpha1.CleverNodeClass, flavors []string, consolidateAfter time.Duration, opts ...PoolOption) *karpv1.NodePool {
 	s.T.Helper()
-	if len(flavors) == 0 {
-		flavors = []string{"2XS", "XS", "S", "M", "L", "XL"}
-	}
-	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: s.Name + suffix}}
-	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: v1alpha1.Group, Kind: "CleverNodeClass", Name: class.Name}
-	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{
-		Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: flavors,
-	}}
-	np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("Never")
-	np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
-	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration(consolidateAfter.String())
-	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
-	for _, o := range opts {
-		o(np)
-	}
+	np := NewNodePool(s.Name+suffix, class.Name, flavors, consolidateAfter, opts...)
 	s.Create(np)
+	s.WaitPoolsReady(np.Name)
 	return np
 }
 
@@ -158,21 +135,7 @@ type WorkloadOption func(*appsv1.Deployment)
 // and memory, held to the NodePool pool by node affinity.
 func (s *Scenario) Deployment(name, pool string, replicas int32, cpu, memory string, opts ...WorkloadOption) *appsv1.Deployment {
 	s.T.Helper()
-	labels := map[string]string{"app": name}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       PausePodSpec(pool, cpu, memory),
-			},
-		},
-	}
-	for _, o := range opts {
-		o(d)
-	}
+	d := NewDeployment(s.Namespace, name, pool, replicas, cpu, memory, opts...)
 	s.must(s.Env.Client.Create(s.Ctx, d))
 	return d
 }

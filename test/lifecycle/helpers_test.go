@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"slices"
 	"sync"
@@ -17,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -47,19 +45,21 @@ type change struct {
 func (c change) String() string { return c.What + " " + c.Kind + " " + c.Name }
 
 // changes records every NodeGroup, NodeClaim and Node created or deleted and every NodeClaim
-// that drifts or is marked for deletion, from its start on: its watches begin at the resource
-// version of a list, so what exists already is not reported as created.
+// that drifts or is marked for deletion, from its start on (harness.Record: what exists
+// already is not reported as created). A watch that ends before the test fails it.
 type changes struct {
-	mu     sync.Mutex
-	seen   []change
-	once   map[change]bool
-	stops  []func()
-	closed bool
+	mu   sync.Mutex
+	seen []change
+	// once keys what was recorded by object UID: a claim stays drifted over many updates, and
+	// an object re-created under its name is another object.
+	once map[string]bool
+	t    *testing.T
+	recs map[string]*harness.Recording
 }
 
 func watchChanges(t *testing.T) *changes {
 	t.Helper()
-	c := &changes{once: map[change]bool{}}
+	c := &changes{once: map[string]bool{}, t: t, recs: map[string]*harness.Recording{}}
 	t.Cleanup(c.close)
 	for _, w := range []struct {
 		kind     string
@@ -70,11 +70,40 @@ func watchChanges(t *testing.T) *changes {
 		{"NodeClaim", &karpv1.NodeClaimList{}, claimTransitions},
 		{"Node", &corev1.NodeList{}, nil},
 	} {
-		if err := c.watch(w.kind, w.list, w.modified); err != nil {
+		_, rec, err := harness.Record(context.Background(), env.Client, w.list, func(ev harness.Event) {
+			switch ev.Type {
+			case watch.Added:
+				c.add(change{w.kind, "created", ev.Object.GetName()}, ev.Object.GetUID())
+			case watch.Deleted:
+				c.add(change{w.kind, "deleted", ev.Object.GetName()}, ev.Object.GetUID())
+			case watch.Modified:
+				if w.modified != nil {
+					for _, what := range w.modified(ev.Object) {
+						c.add(change{w.kind, what, ev.Object.GetName()}, ev.Object.GetUID())
+					}
+				}
+			}
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
+		c.recs[w.kind] = rec
 	}
 	return c
+}
+
+// close stops the recording, failing the test if a watch ended before; an uninstall closes
+// it before deleting the CRDs, which ends their watches.
+func (c *changes) close() {
+	c.mu.Lock()
+	recs := c.recs
+	c.recs = nil
+	c.mu.Unlock()
+	for kind, rec := range recs {
+		if err := rec.Stop(); err != nil {
+			c.t.Errorf("recording %ss: %v", kind, err)
+		}
+	}
 }
 
 // claimTransitions are what an update made of a claim that an upgrade must never cause.
@@ -90,53 +119,15 @@ func claimTransitions(o client.Object) []string {
 	return out
 }
 
-func (c *changes) watch(kind string, list client.ObjectList, modified func(client.Object) []string) error {
-	ctx := context.Background()
-	if err := env.Client.List(ctx, list); err != nil {
-		return fmt.Errorf("listing %ss to watch them: %w", kind, err)
-	}
-	w, err := env.Client.Watch(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
-	if err != nil {
-		return fmt.Errorf("watching %ss: %w", kind, err)
-	}
-	c.mu.Lock()
-	c.stops = append(c.stops, w.Stop)
-	c.mu.Unlock()
-	go func() {
-		for ev := range w.ResultChan() {
-			obj, isObject := ev.Object.(client.Object)
-			switch {
-			case ev.Type == watch.Error:
-				c.add(change{kind, "watch error", apierrors.FromObject(ev.Object).Error()})
-			case !isObject:
-			case ev.Type == watch.Added:
-				c.add(change{kind, "created", obj.GetName()})
-			case ev.Type == watch.Deleted:
-				c.add(change{kind, "deleted", obj.GetName()})
-			case ev.Type == watch.Modified && modified != nil:
-				for _, what := range modified(obj) {
-					c.add(change{kind, what, obj.GetName()})
-				}
-			}
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if !c.closed {
-			// A watch the apiserver ended would hide whatever happened next.
-			c.seen = append(c.seen, change{kind, "watch ended early", ""})
-		}
-	}()
-	return nil
-}
-
-// add records ch once: a claim stays drifted over many updates.
-func (c *changes) add(ch change) {
+// add records ch of the object uid once.
+func (c *changes) add(ch change, uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.once[ch] && ch.What != "created" && ch.What != "deleted" {
+	key := string(uid) + " " + ch.What
+	if c.once[key] {
 		return
 	}
-	c.once[ch] = true
+	c.once[key] = true
 	c.seen = append(c.seen, ch)
 }
 
@@ -156,16 +147,6 @@ func (c *changes) since(mark int) []string {
 		out = append(out, ch.String())
 	}
 	return out
-}
-
-func (c *changes) close() {
-	c.mu.Lock()
-	c.closed = true
-	stops := c.stops
-	c.mu.Unlock()
-	for _, stop := range stops {
-		stop()
-	}
 }
 
 // fleet is the UIDs of the NodeClaims, NodeGroups and Nodes of a NodePool: an object
@@ -252,13 +233,9 @@ func newFixture(t *testing.T, name string) *fixture {
 
 func (f *fixture) class() *v1alpha1.CleverNodeClass {
 	f.t.Helper()
-	nc := &v1alpha1.CleverNodeClass{ObjectMeta: metav1.ObjectMeta{Name: f.name}}
+	nc := harness.NewNodeClass(f.name, nil)
 	f.g.Expect(env.Client.Create(f.ctx, nc)).To(Succeed())
-	f.g.Eventually(func(g Gomega) {
-		got := &v1alpha1.CleverNodeClass{}
-		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(nc), got)).To(Succeed())
-		g.Expect(got.StatusConditions().Root().IsTrue()).To(BeTrue(), "CleverNodeClass %s Ready: %+v", nc.Name, got.Status.Conditions)
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	harness.WaitNodeClassReady(f.ctx, f.g, env.Client, nc)
 	return nc
 }
 
@@ -266,46 +243,18 @@ func (f *fixture) class() *v1alpha1.CleverNodeClass {
 // to consolidate, so no node goes unless the test makes it go.
 func (f *fixture) pool(class *v1alpha1.CleverNodeClass) *karpv1.NodePool {
 	f.t.Helper()
-	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: f.name}}
-	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: v1alpha1.Group, Kind: "CleverNodeClass", Name: class.Name}
-	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{
-		Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"2XS"},
-	}}
-	harness.OnDemand(np)
-	np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("Never")
-	np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
-	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("1m")
+	np := harness.NewNodePool(f.name, class.Name, []string{"2XS"}, time.Minute, harness.OnDemand)
 	f.g.Expect(env.Client.Create(f.ctx, np)).To(Succeed())
-	waitPoolReady(f.ctx, f.g, np)
+	// Pods pending on a pool Karpenter has not validated yet make the provisioner log
+	// "ignoring nodepool, not ready" as an error.
+	harness.WaitNodePoolsReady(f.ctx, f.g, env.Client, np.Name)
 	return np
-}
-
-// waitPoolReady waits for Karpenter to find a NodePool Ready: pods pending on a pool it has not
-// validated yet make the provisioner log "ignoring nodepool, not ready" as an error.
-func waitPoolReady(ctx context.Context, g Gomega, np *karpv1.NodePool) {
-	g.Eventually(func(g Gomega) {
-		got := &karpv1.NodePool{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(np), got)).To(Succeed())
-		g.Expect(got.StatusConditions().Root().IsTrue()).To(BeTrue(), "NodePool %s Ready: %+v", np.Name, got.Status.Conditions)
-	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 // workload is a Deployment of replicas 1-CPU pause pods on pool, one per node.
 func (f *fixture) workload(pool *karpv1.NodePool, replicas int32) *appsv1.Deployment {
 	f.t.Helper()
-	labels := map[string]string{"app": f.name}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: f.name, Namespace: f.ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       harness.PausePodSpec(pool.Name, "1", "1Gi"),
-			},
-		},
-	}
-	harness.OnePerNode(d)
+	d := harness.NewDeployment(f.ns, f.name, pool.Name, replicas, "1", "1Gi", harness.OnePerNode)
 	f.g.Expect(env.Client.Create(f.ctx, d)).To(Succeed())
 	return d
 }
@@ -314,15 +263,9 @@ func (f *fixture) workload(pool *karpv1.NodePool, replicas int32) *appsv1.Deploy
 func (f *fixture) waitRunning(d *appsv1.Deployment, n int) {
 	f.t.Helper()
 	f.g.Eventually(func(g Gomega) {
-		pods := &corev1.PodList{}
-		g.Expect(env.Client.List(f.ctx, pods, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels))).To(Succeed())
-		running := 0
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && harness.PodReady(&p) {
-				running++
-			}
-		}
-		g.Expect(running).To(Equal(n), "Running pods of %s", d.Name)
+		running, err := harness.RunningPods(f.ctx, env.Client, d)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(running).To(HaveLen(n), "Running pods of %s", d.Name)
 	}).WithTimeout(launchTimeout).WithPolling(time.Second).Should(Succeed())
 }
 

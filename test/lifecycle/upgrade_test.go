@@ -30,7 +30,7 @@ func TestUpgradeWithNodesRunning(t *testing.T) {
 	class := s.NodeClass("", map[string]string{"example.com/tier": "web"})
 	// One 1-CPU pod per 2XS on-demand node: nothing to consolidate while the workload stays.
 	pool := s.NodePool("", class, []string{"2XS"}, 10*time.Second, harness.OnDemand)
-	waitPoolReady(s.Ctx, s.G, pool)
+	s.WaitPoolsReady(pool.Name)
 	d := s.Deployment("steady", pool.Name, 2, "1", "1Gi", harness.OnePerNode)
 	pods := s.WaitRunning(d, 2, launchTimeout)
 	before := waitSteady(s.Ctx, s.G, pool.Name, 2)
