@@ -170,20 +170,20 @@ func (e *Env) RestartController(ctx context.Context, overrides map[string]string
 	return e.StartController(ctx, overrides)
 }
 
-// WaitHealthy waits for /healthz to answer 200.
+// WaitHealthy waits for /healthz and /metrics to answer 200. The manager starts its health
+// probe and metrics servers apart: a loaded machine shows one up while the other is not, and a
+// test reads metrics right after a restart.
 func (c *Controller) WaitHealthy(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		resp, err := http.Get(c.HealthURL)
+		err := answers(c.HealthURL)
 		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if err = answers(c.MetricsURL); err == nil {
 				return nil
 			}
-			err = fmt.Errorf("healthz: %s", resp.Status)
 		}
 		select {
 		case <-c.done:
@@ -193,6 +193,19 @@ func (c *Controller) WaitHealthy(ctx context.Context, timeout time.Duration) err
 		case <-tick.C:
 		}
 	}
+}
+
+// answers says whether url answers 200.
+func answers(url string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
 }
 
 // Running says whether the process is alive.
