@@ -61,11 +61,15 @@ verify: generate ## Fail if generated files are stale.
 sim-bin: ## Build the simulated CKE's pinned Kubernetes binaries (cached by pin).
 	@./sim/tools/build.sh >/dev/null
 
+# How many test packages run at once. Most of make test's time is end-to-end packages waiting
+# on the simulated CKE's timers, each on a cluster of its own, so more than the cores pays.
+TEST_PARALLEL ?= 16
+
 .PHONY: test
-test: sim-bin build ## Run every test: unit, integration on a real apiserver, simulator, e2e, brief fuzzing.
+test: sim-bin build ## Run every test: unit, integration on a real apiserver, simulator, e2e, brief fuzzing (TEST_PARALLEL packages at once).
 	go build ./...
 	go vet ./...
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 60m ./...
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 30m -p $(TEST_PARALLEL) ./...
 	$(MAKE) fuzz FUZZTIME=10s
 
 FUZZTIME ?= 2m
@@ -82,8 +86,8 @@ soak: ## Run the deterministic quota simulation over many more seeds than make t
 	go test -count=1 -timeout 120m -run '^TestSeeds$$' -v ./test/quotasim -quotasim.seeds=$(SOAK_SEEDS) -quotasim.duration=3h
 
 .PHONY: e2e
-e2e: sim-bin build ## Run the end-to-end suite only (the shipped bundle and binary on the simulated CKE).
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 60m -v ./test/e2e/...
+e2e: sim-bin build ## Run the end-to-end packages only, side by side (the shipped bundle and binary on the simulated CKE).
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go test -count=1 -timeout 30m -p $(TEST_PARALLEL) -v ./test/e2e/...
 
 .PHONY: conformance
 conformance: sim-bin build ## Run Karpenter core's own e2e suites on the simulated CKE (~40 min); writes docs/conformance/ (CONFORMANCE_FULL=1: long timers too; CONFORMANCE_PARALLEL=1: suites side by side).

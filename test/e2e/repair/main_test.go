@@ -16,5 +16,10 @@ import (
 var env *stack.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.RunSuite(m, "e2e/repair", func(e *stack.Env) { env = e }))
+	os.Exit(harness.RunSuite(m, "e2e/repair", func(e *stack.Env) {
+		env = e
+		// The repair controller is built once, here, before any scenario's deadline starts; a
+		// build error is kept and fails the first scenario that restarts on it.
+		_, _ = e.RepairBinary()
+	}))
 }
