@@ -2,20 +2,27 @@ package controlplane
 
 import (
 	"context"
-	"github.com/onsi/gomega"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/onsi/gomega"
+
+	simtools "github.com/CleverCloud/karpenter-provider-clever-cloud/sim/tools"
 )
 
 // Stop must leave no process behind: every component, etcd and the apiserver included.
 func TestStopLeavesNoProcess(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is not set (make test sets it)")
+	if testing.Short() {
+		t.Skip("starts a control plane: skipped with -short")
 	}
-	cp, err := Start(context.Background(), Options{Audit: true})
+	bin, err := simtools.BinDir()
+	if err != nil {
+		t.Fatalf("finding the control-plane binaries: %v", err)
+	}
+	cp, err := Start(context.Background(), Options{BinDir: bin, Audit: true})
 	if err != nil {
 		t.Fatalf("starting control plane: %v", err)
 	}

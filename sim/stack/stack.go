@@ -14,11 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -30,6 +27,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/priceapi"
+	simtools "github.com/CleverCloud/karpenter-provider-clever-cloud/sim/tools"
 )
 
 // ServiceAccount is the identity the controller runs as, the bundle's.
@@ -105,20 +103,9 @@ func ModuleRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// BinDir returns KUBEBUILDER_ASSETS, or builds (once, cached by pin) the simulated CKE's
-// binaries so a plain `go test ./...` on a fresh clone works.
-func BinDir() (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	cmd := exec.Command(filepath.Join(ModuleRoot(), "sim", "tools", "build.sh"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("building control-plane binaries with sim/tools/build.sh (or set KUBEBUILDER_ASSETS): %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
+// BinDir is the simulated CKE's pinned binaries, found (or built) by sim/tools, the one place
+// that knows how; kept here for the suites that already reach the stack.
+func BinDir() (string, error) { return simtools.BinDir() }
 
 // Start starts the simulated CKE and the fake price API, applies the rendered bundle, writes
 // the ServiceAccount's kubeconfig and starts the controller.

@@ -10,10 +10,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -32,6 +28,7 @@ import (
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/controlplane"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
+	simtools "github.com/CleverCloud/karpenter-provider-clever-cloud/sim/tools"
 )
 
 // Env is a running control plane.
@@ -43,7 +40,7 @@ type Env struct {
 
 // Start brings up apiserver and etcd with the CRDs installed and established.
 func Start() (*Env, error) {
-	assets, err := binaries()
+	assets, err := simtools.BinDir()
 	if err != nil {
 		return nil, err
 	}
@@ -127,18 +124,3 @@ func RunWithManager(m *testing.M, setup func(ctx context.Context, env *Env, mgr 
 
 // Stop tears the control plane down.
 func (e *Env) Stop() error { return e.env.Stop() }
-
-// binaries returns KUBEBUILDER_ASSETS, or builds (once, cached by pin) the simulated CKE's
-// binaries so that a plain `go test` works too.
-func binaries() (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	out, err := exec.Command(filepath.Join(root, "sim", "tools", "build.sh")).Output()
-	if err != nil {
-		return "", fmt.Errorf("building control-plane binaries with sim/tools/build.sh (or set KUBEBUILDER_ASSETS): %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
