@@ -30,7 +30,10 @@ func ControllerBinary(ctx context.Context, dir string) (string, error) {
 // commit) into dir, linked with ldflags if any, and returns its path.
 func BuildController(ctx context.Context, src, dir string, ldflags ...string) (string, error) {
 	out := filepath.Join(dir, "karpenter-clevercloud")
-	args := []string{"build", "-o", out}
+	// The flags `make build` uses (-trimpath, no cgo): the packages' compiled forms are then
+	// shared with it through Go's build cache, whatever the source tree's path, and a variant
+	// such as the repair controller costs a link, not a rebuild of Karpenter and client-go.
+	args := []string{"build", "-trimpath", "-o", out}
 	if len(ldflags) > 0 {
 		args = append(args, "-ldflags", strings.Join(ldflags, " "))
 	}
