@@ -12,7 +12,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// 3a. Consolidation, delete: one pod per node, 3 → 1 replicas; the two empty nodes go, the
+// Consolidation, delete: one pod per node, 3 → 1 replicas; the two empty nodes go, the
 // survivor keeps its pod.
 func TestConsolidationDelete(t *testing.T) {
 	s := harness.NewScenario(t, env)
@@ -38,7 +38,7 @@ func TestConsolidationDelete(t *testing.T) {
 	Expect(s.Metric("karpenter_voluntary_disruption_decisions_total", map[string]string{"decision": "delete"})).To(BeNumerically(">", deletesBefore))
 }
 
-// 3b. Consolidation, replace: five pods need an XS; down to one pod, a cheaper 2XS takes over
+// Consolidation, replace: five pods need an XS; down to one pod, a cheaper 2XS takes over
 // and the XS goes.
 func TestConsolidationReplace(t *testing.T) {
 	s := harness.NewScenario(t, env)
@@ -64,7 +64,7 @@ func TestConsolidationReplace(t *testing.T) {
 	Expect(s.Metric("karpenter_voluntary_disruption_decisions_total", map[string]string{"decision": "replace"})).To(BeNumerically(">", replacesBefore))
 }
 
-// 7. Scale to zero: the last node goes and no NodeGroup of the pool remains.
+// Scale to zero: the last node goes and no NodeGroup of the pool remains.
 func TestScaleToZero(t *testing.T) {
 	s := harness.NewScenario(t, env)
 	class := s.NodeClass("", nil)

@@ -16,7 +16,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// 6b, 6c and 12d. disruption-budgets.yaml and do-not-disrupt.yaml as shipped, next to an
+// Disruption-budgets.yaml and do-not-disrupt.yaml as shipped, next to an
 // unprotected pod as the control. The `default` class changes, so the three nodes drift:
 //   - the control's node is replaced, which proves Karpenter is disrupting this cluster;
 //   - the frozen pool's node (empty too, so consolidation wants it as well) stays, and
@@ -99,7 +99,7 @@ func relabelDefaultClass(s *harness.Scenario) {
 	})
 }
 
-// 12e. pdb.yaml as shipped: its three `web` replicas share one node of the `default` pool, so
+// Pdb.yaml as shipped: its three `web` replicas share one node of the `default` pool, so
 // draining that node without the budget would stop all three. The class changes, the node
 // drifts and is drained through the eviction API: the replicas move one at a time and, at
 // every pod event seen by a watch, at least two are ready.

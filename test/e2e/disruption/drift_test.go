@@ -16,7 +16,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// 5. Drift: changing the CleverNodeClass's labels marks the claim Drifted and rolls it; the
+// Drift: changing the CleverNodeClass's labels marks the claim Drifted and rolls it; the
 // new node carries the new label from the moment it joins (seen on its very first watch event).
 func TestDrift(t *testing.T) {
 	s := harness.NewScenario(t, env)

@@ -56,7 +56,7 @@ func nodeIntact(s *harness.Scenario, name string) string {
 	return ""
 }
 
-// 6a. expireAfter: a node older than its pool's expireAfter (30 s) is deleted, forcefully, and
+// ExpireAfter: a node older than its pool's expireAfter (30 s) is deleted, forcefully, and
 // its pod runs again on a new node.
 func TestExpireAfter(t *testing.T) {
 	s := harness.NewScenario(t, env)

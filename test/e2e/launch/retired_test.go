@@ -35,7 +35,7 @@ func restartAndRefresh(s *harness.Scenario, overrides map[string]string) {
 	}).WithTimeout(time.Minute).WithPolling(250*time.Millisecond).Should(BeNumerically(">", 0), "a successful price refresh after the restart")
 }
 
-// 10. A flavor leaves the price API's available-flavor lists while a node of that flavor runs:
+// A flavor leaves the price API's available-flavor lists while a node of that flavor runs:
 // after the controller's refresh (at start), Get/List keep working, the claim is Drifted with
 // reason FlavorRetired, and a node of another flavor takes over the pod.
 func TestFlavorRetired(t *testing.T) {

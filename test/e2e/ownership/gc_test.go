@@ -19,7 +19,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// 8a. A NodeGroup that only looks managed (our labels, no claim UID: a hand-copied manifest)
+// A NodeGroup that only looks managed (our labels, no claim UID: a hand-copied manifest)
 // is refused, loudly, and survives.
 func TestGarbageCollectionRefusesLookalike(t *testing.T) {
 	s := harness.NewScenario(t, env)
@@ -44,7 +44,7 @@ func TestGarbageCollectionRefusesLookalike(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
-// 8b. A managed group whose owner NodeClaim is gone is reaped, with its node, by the
+// A managed group whose owner NodeClaim is gone is reaped, with its node, by the
 // provider's garbage collector: nothing else can, since the group names its claim by UID and
 // not with an owner reference the kube-controller-manager would act on.
 func TestGarbageCollectionReapsOrphan(t *testing.T) {
@@ -67,7 +67,7 @@ func TestGarbageCollectionReapsOrphan(t *testing.T) {
 	Expect(s.EventsSince(garbagecollection.ReasonReaped, "e2e-orphan")).NotTo(BeEmpty(), "reaped by the provider's garbage collector")
 }
 
-// 8c. A launched group that vanishes upstream before its node registers is fast-failed: the
+// A launched group that vanishes upstream before its node registers is fast-failed: the
 // claim is deleted (event, metric) and Karpenter relaunches, long before the 15-minute
 // registration timeout.
 func TestVanishedGroupFastFails(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// 12a. examples/general-purpose.yaml + examples/inflate.yaml: three inflate pods run on one
+// Examples/general-purpose.yaml + examples/inflate.yaml: three inflate pods run on one
 // 2XS carrying the class's label; scaled to zero, the node goes after consolidateAfter (30 s).
 func TestExampleGeneralPurposeInflate(t *testing.T) {
 	s := harness.NewScenario(t, env)
@@ -31,7 +31,7 @@ func TestExampleGeneralPurposeInflate(t *testing.T) {
 	}).WithTimeout(harness.DisruptionTimeout).WithPolling(time.Second).Should(Succeed())
 }
 
-// 12b. examples/team-pool.yaml + examples/team-workload.yaml: the team's pod, which tolerates
+// Examples/team-pool.yaml + examples/team-workload.yaml: the team's pod, which tolerates
 // the team taint and selects the team label, lands on an S (the pool allows S and M) that
 // carries both.
 func TestExampleTeamPool(t *testing.T) {

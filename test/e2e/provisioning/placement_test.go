@@ -14,7 +14,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// 12c. The placement examples, applied as shipped on one cluster (the default pool's limits
+// The placement examples, applied as shipped on one cluster (the default pool's limits
 // raised so that its workloads fit together; each workload targets its own pool, so their
 // outcomes are independent):
 //   - weighted-pools.yaml + inflate.yaml (first, alone): inflate lands on weighted-high's S;

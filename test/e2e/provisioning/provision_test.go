@@ -15,7 +15,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// 1. A pending pod gets the cheapest fitting flavor, on a NodeGroup shaped as the platform
+// A pending pod gets the cheapest fitting flavor, on a NodeGroup shaped as the platform
 // needs it, whose node registers with our provider ID, the class's labels and Karpenter's,
 // loses its startup taint and runs the pod.
 func TestProvision(t *testing.T) {
@@ -86,7 +86,7 @@ func TestProvision(t *testing.T) {
 	Expect(s.Metric("karpenter_clevercloud_nodegroup_launches_total", map[string]string{"flavor": "2XS", "outcome": "Accepted"})).To(BeNumerically(">=", 1))
 }
 
-// 2. Real prices decide the packing: three 1 CPU / 1500Mi pods fit one XS (0.0611 EUR/h),
+// Real prices decide the packing: three 1 CPU / 1500Mi pods fit one XS (0.0611 EUR/h),
 // which is cheaper than the two 2XS (2 × 0.0333) they would otherwise need.
 func TestBinPacking(t *testing.T) {
 	s := harness.NewScenario(t, env)

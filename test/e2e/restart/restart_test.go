@@ -50,7 +50,7 @@ func TestGracefulStopReleasesLease(t *testing.T) {
 	t.Logf("new leader %s after the restart began", time.Since(started).Round(100*time.Millisecond))
 }
 
-// 9. The controller is SIGKILLed while a NodeGroup waits for its verdict, and restarted: the
+// The controller is SIGKILLed while a NodeGroup waits for its verdict, and restarted: the
 // claim converges on that same group, with no duplicate and no leak.
 func TestKilledMidLaunch(t *testing.T) {
 	s := harness.NewScenario(t, env)
@@ -97,7 +97,7 @@ func TestKilledMidLaunch(t *testing.T) {
 	Expect(created).To(HaveLen(1), "NodeGroups ever created for the pool")
 }
 
-// 11. An invalid flavors overrides file does not crash-loop the controller: it runs on the
+// An invalid flavors overrides file does not crash-loop the controller: it runs on the
 // base catalogue, says so in a metric, and provisions.
 func TestInvalidOverrides(t *testing.T) {
 	s := harness.NewScenario(t, env)

@@ -15,18 +15,18 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
-// quotaWindow is how long TestQuota watches demand above quota for retry storms: three of
+// quotaWindow is how long demand above the quota is watched for retry storms: three of
 // Karpenter's provisioning loops and more. A launch retried on every loop would show as
 // several cycles; the refused use is ruled out for far longer (ctrlquota.RefusalMemory).
 const quotaWindow = 30 * time.Second
 
-// 4. Organisation quota: room for two 2XS only (the two S control-plane nodes use 24 of 32 GB).
+// Organisation quota: room for two 2XS only (the two S control-plane nodes use 24 of 32 GB).
 // Four one-per-node pods: two run, two stay Pending; the refused groups are deleted, the
 // claims fail with InsufficientCapacity, and the create/reject cycles stay bounded while the
 // demand persists. The refusals say nothing (today's empty message): the controller learns
 // that the use they would have brought is refused, in both resources, and that no limit can
 // be pinned from them, since neither resource was proven to fit at that use.
-func TestQuota(t *testing.T) {
+func TestDemandAboveTheQuotaIsRefusedWithoutRetryStorms(t *testing.T) {
 	s := harness.NewScenario(t, env)
 	// Karpenter core logs every InsufficientCapacity launch failure at error level.
 	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom)`,
