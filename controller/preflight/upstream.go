@@ -14,6 +14,7 @@ import (
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/schema/values"
 )
 
 // UpstreamInstall is what the upstream provider's Helm install shows in the cluster: its
@@ -74,6 +75,8 @@ type settingField struct {
 	kind reflect.Kind
 	// text is a string-typed value the schema checks as text (durations, URLs).
 	text bool
+	// def is the setting's default in the bundle, as its variable spells it.
+	def string
 }
 
 // settingsByEnv maps every setting's environment variable to its path under values.settings,
@@ -91,7 +94,11 @@ func settingsByEnv() map[string]settingField {
 			}
 			path := append(append([]string(nil), prefix...), name)
 			if env := f.Tag.Get("env"); env != "" {
-				out[env] = settingField{path: path, kind: f.Type.Kind(), text: f.Type == durationType}
+				def := f.Tag.Get("default")
+				if b, ok := values.BundleDefaults[strings.Join(path, ".")]; ok {
+					def = fmt.Sprint(b)
+				}
+				out[env] = settingField{path: path, kind: f.Type.Kind(), text: f.Type == durationType, def: def}
 				continue
 			}
 			if f.Type.Kind() == reflect.Struct && f.Type != durationType {

@@ -310,6 +310,9 @@ func upstreamSettings(d *appsv1.Deployment) []*entry {
 			continue
 		}
 		raw := env[name]
+		if raw == f.def {
+			continue // what the bundle sets anyway
+		}
 		var value any = raw
 		switch f.kind {
 		case reflect.Int:
