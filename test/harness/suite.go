@@ -34,7 +34,7 @@ const GarbageCollectionTimeout = 3 * time.Minute
 // the controller do, and stops it all. name prefixes its progress lines. Each package gets a
 // cluster of its own, so scenarios that change shared state (the quota, the controller) can
 // live apart from the others. `go test -short` skips the package.
-func RunSuite(m *testing.M, name string, started func(*stack.Env)) int {
+func RunSuite(m *testing.M, name string, started func(*stack.Env), opts ...SuiteOption) int {
 	flag.Parse()
 	if testing.Short() {
 		fmt.Fprintf(os.Stderr, "%s: skipped with -short\n", name)
@@ -50,7 +50,11 @@ func RunSuite(m *testing.M, name string, started func(*stack.Env)) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	logf.SetLogger(logr.Discard())
-	env, err := stack.Start(ctx, stack.Options{WorkDir: dir, Logf: progress})
+	so := stack.Options{WorkDir: dir, Logf: progress}
+	for _, o := range opts {
+		o(&so)
+	}
+	env, err := stack.Start(ctx, so)
 	if err != nil {
 		progress("starting the stack: %v", err)
 		return 1
