@@ -2,12 +2,12 @@
 # Builds the simulated CKE's pinned binaries (etcd, kube-apiserver, kube-scheduler,
 # kube-controller-manager, kubectl, kwok) from the Go modules under sim/tools into a cache
 # folder, and prints that folder. The folder's name is a hash of the pins, so a build happens
-# once per pin change and every later call is a no-op.
+# once per pin change and every later call is a no-op. The folder is in the user's cache
+# (SIM_CACHE_DIR overrides it), like Go's build cache: every clone on a machine shares it.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cache=${SIM_CACHE_DIR:-$root/.cache}
+cache=${SIM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-provider-clever-cloud}
 kube_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$here/kube/go.mod")
 pins=$(cat "$here"/*/go.mod "$here"/*/go.sum "$here/build.sh" | sha256sum | cut -c1-16)
 out="$cache/sim-bin/$pins"
