@@ -225,3 +225,24 @@ func TestBundleEnv(t *testing.T) {
 		t.Error("MEMORY_LIMIT is not read as a valueFrom")
 	}
 }
+
+// The README's "What is tested" table says what the go.mod files pin.
+func TestREADMECompatibility(t *testing.T) {
+	root := repoRoot(t)
+	c, err := Compatibility(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| Kubernetes (the simulated CKE every test runs on) | " + Minor(c.Kubernetes) + " (" + c.Kubernetes + ") |",
+		"| Karpenter core | " + c.Core + " |",
+	} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("README.md does not say %q: update its What is tested table", want)
+		}
+	}
+}

@@ -186,6 +186,10 @@ func (b *Bench) suite(t *testing.T, run profileRun) {
 		scale = b.Scale(t, fmt.Sprintf("scale-%d", scalePods), scalePods, scaleTimeout, !run.all, QuotaKnown)
 	})
 	b.budgets(scale, scalePods, "quota known")
+	// The same pods on a NodePool pinned to the flavors of their shape (docs/cost.md).
+	t.Run("scale-pinned", func(t *testing.T) {
+		b.ScalePinned(t, fmt.Sprintf("scale-%d-pinned", scalePods), scalePods, scaleTimeout, MatchedFlavors)
+	})
 	if run.all {
 		// As shipped: the bundle's environment, quota not configured, so beyond CKE's
 		// default 40 vCPU / 40 GB the controller probes, one launch at a time (docs/quota.md).
