@@ -36,8 +36,8 @@ var Skips = []Skip{
 	{
 		Suite: "regression", Pattern: `^Regression DefaultTopologySpreadConstraints `, Category: Platform,
 		Reason: "The specs assert that 4 pods land in 4 distinct topology.kubernetes.io/zone values " +
-			"(\"no more than the number of zones the provider offers\"); CKE has one region and zone, par " +
-			"(cke-platform.md §2). They also find the scheduler's defaults in a kube-scheduler Pod's arguments " +
+			"(\"no more than the number of zones the provider offers\"); CKE has one region and zone, par. " +
+			"They also find the scheduler's defaults in a kube-scheduler Pod's arguments " +
 			"in kube-system and set SCHEDULER_CONFIG on the karpenter Deployment: CKE's scheduler is managed and " +
 			"not a Pod a user configures.",
 	},
@@ -55,19 +55,19 @@ var Skips = []Skip{
 			`should provision capacity independently for multiple buffers)$`,
 		Category: Platform,
 		Reason: "The specs count on 2-vCPU instance types, so that 2 or 3 buffer pods of 1 CPU need 2 nodes (\"With 2-CPU nodes, " +
-			"a 4-CPU limit allows at most 2 nodes\"; with KWOK the suite pins c-2x types). CKE's smallest flavor, 2XS, has 4 vCPU " +
-			"(cke-platform.md §3): the pods share one node and the expected second node never comes.",
+			"a 4-CPU limit allows at most 2 nodes\"; with KWOK the suite pins c-2x types). CKE's smallest flavor, 2XS, has 4 vCPU: " +
+			"the pods share one node and the expected second node never comes.",
 	},
 	{
 		Suite: "regression", Pattern: `^Regression Integration DaemonSet should correctly account for host ports of uncached daemonset pods targeting different instance types$`,
 		Category: Platform,
 		Reason: "needs both amd64 and arm64 instance types (\"requires provider to offer both amd64 and arm64\"); " +
-			"every CKE flavor is amd64 (cke-platform.md §2).",
+			"every CKE flavor is amd64.",
 	},
 	{
 		Suite: "regression", Pattern: `^Regression Chaos Runaway Scale-Up should not produce a runaway scale-up when consolidation is enabled$`,
 		Category: Platform,
-		Reason: "pins the NodePool to karpenter.sh/capacity-type=spot; CKE sells on-demand only (cke-platform.md §2), so no node " +
+		Reason: "pins the NodePool to karpenter.sh/capacity-type=spot; CKE sells on-demand only, so no node " +
 			"would launch and the assertion (fewer than 35 nodes) would pass without testing anything.",
 	},
 	{
@@ -77,13 +77,13 @@ var Skips = []Skip{
 	},
 	{
 		Suite: "disruption", Pattern: `^Disruption Reboot `, Category: Platform,
-		Reason: "CKE cannot reboot a node: the NodeGroup API's only mutable field is nodeCount (cke-platform.md §1), " +
+		Reason: "CKE cannot reboot a node: the NodeGroup API's only mutable field is nodeCount, " +
 			"so the provider's Reboot answers NodeRebootNotImplemented and it declares no reboot RepairPolicy; " +
 			"there is no --reboot-condition to give.",
 	},
 	{
 		Suite: "disruption", Pattern: `^Disruption Drift NodePool Drift NodeRequirements$`, Category: Platform,
-		Reason: "drifts the NodePool to karpenter.sh/capacity-type=spot; CKE sells on-demand only (cke-platform.md §2), so the " +
+		Reason: "drifts the NodePool to karpenter.sh/capacity-type=spot; CKE sells on-demand only, so the " +
 			"replacement can never launch and the drifted node is (rightly) never removed.",
 	},
 	{
