@@ -114,7 +114,7 @@ func (b *Bench) suite(t *testing.T, run profileRun) {
 	}
 	const burst10 = "burst-10-nodeclaims"
 	unsynced := "cluster state not synced during a burst of 10 NodeClaims (" + syncedMetric + " == 0)"
-	decided := "burst of 10 NodeClaims: first NodeClaim → last NodeGroup decided (issue 8)"
+	decided := "burst of 10 NodeClaims: first NodeClaim → last NodeGroup decided"
 	var r10 *Result
 	t.Run("burst10", func(t *testing.T) { r10 = b.Burst10(t) })
 	maxUnsynced := b.Threshold("burst10.unsyncedSeconds", 3)

@@ -267,7 +267,7 @@ func (r *Report) checksTable(b *strings.Builder, profiles []string) {
 
 const method = `## Method
 
-- **Profiles.** The simulated node-group operator runs CKE's sequence (cke-platform.md §1, §6):
+- **Profiles.** The simulated node-group operator runs CKE's sequence as measured on live clusters:
   the decision (first status write: ` + "`phase: Creating`" + ` or ` + "`QuotaExceeded`" + `) ~1 s after the
   NodeGroup's creation, the Node joined ~28 s after it while the group is still ` + "`Creating`" + `,
   ` + "`Synced`" + ` 38–58 s after it (off the pod's path), the Node gone 35 s after a delete. The
@@ -286,7 +286,7 @@ const method = `## Method
 - **Provider overhead** = pending→running of a pod on a new node − the simulator's join delay
   (from the NodeGroup's creation, so it includes the decision): what the controller (Karpenter
   core's batching and scheduling, our Create, registration and initialisation) plus
-  kube-scheduler and kwok add on top of what the platform itself takes. Issue 14's target is a
+  kube-scheduler and kwok add on top of what the platform itself takes. The target is a
   pending → Running p50 within the join time + 3 s.
 - **Create duration.** p50 / p95 are NodeClaim created → provider ID on the bench's watch (Create
   plus core's launch bookkeeping, tens of ms), over the windows in which no Create failed (healthy
