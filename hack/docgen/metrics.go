@@ -18,6 +18,7 @@ import (
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/launch"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/metrics"
+	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/preflight"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
