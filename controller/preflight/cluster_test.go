@@ -1,9 +1,12 @@
 package preflight_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -319,4 +324,41 @@ func renderedDeployment(w *world, stream string) *appsv1.Deployment {
 	}
 	w.t.Fatalf("no Deployment in the rendered stream")
 	return nil
+}
+
+// The commands as the binary runs them: flags, the kubeconfig, one line per check and the exit
+// code; values to standard output or a file.
+func TestCommands(t *testing.T) {
+	w := newWorld(t)
+	w.workerOnly()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	kc.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	w.g.Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
+
+	var out, errOut bytes.Buffer
+	code := preflight.Main(w.ctx, "preflight", []string{"--kubeconfig", path}, &out, &errOut)
+	w.g.Expect(errOut.String()).To(BeEmpty())
+	w.g.Expect(code).To(Equal(preflight.ExitOK), out.String())
+	w.g.Expect(out.String()).To(ContainSubstring("PASS placement"))
+	w.g.Expect(strings.Count(out.String(), "\n")).To(Equal(len(preflight.RuntimeChecks) + 2), "one line per check and the summary:\n%s", out.String())
+
+	// The placement the bundle rendered before this release: the control-plane selector.
+	old := filepath.Join(t.TempDir(), "old.yaml")
+	w.g.Expect(os.WriteFile(old, []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: karpenter}\nspec:\n  replicas: 2\n  selector: {}\n  template:\n    spec:\n      nodeSelector: {clever-cloud.com/cluster-node-role: control-plane}\n      containers: [{name: controller}]\n"), 0o644)).To(Succeed())
+	out.Reset()
+	w.g.Expect(preflight.Main(w.ctx, "preflight", []string{"--kubeconfig", path, "--bundle", old}, &out, &errOut)).To(Equal(preflight.ExitFail))
+	w.g.Expect(out.String()).To(ContainSubstring("FAIL placement"))
+
+	out.Reset()
+	w.g.Expect(preflight.Main(w.ctx, "values", []string{"--kubeconfig", path, "--output", "-"}, &out, &errOut)).To(Equal(preflight.ExitOK))
+	w.g.Expect(out.String()).To(ContainSubstring("Worker-only cluster"))
+	file := filepath.Join(t.TempDir(), "v.yaml")
+	w.g.Expect(preflight.Main(w.ctx, "values", []string{"--kubeconfig", path, "--output", file}, &out, &errOut)).To(Equal(preflight.ExitOK))
+	w.g.Expect(errOut.String()).To(ContainSubstring("cue export ./cue -l values: " + file))
+
+	w.g.Expect(preflight.Main(w.ctx, "preflight", []string{"--no-such-flag"}, &out, &errOut)).To(Equal(preflight.ExitFail))
 }
