@@ -344,7 +344,7 @@ func TestCommands(t *testing.T) {
 	w.g.Expect(errOut.String()).To(BeEmpty())
 	w.g.Expect(code).To(Equal(preflight.ExitOK), out.String())
 	w.g.Expect(out.String()).To(ContainSubstring("PASS placement"))
-	w.g.Expect(strings.Count(out.String(), "\n")).To(Equal(len(preflight.RuntimeChecks) + 2), "one line per check and the summary:\n%s", out.String())
+	w.g.Expect(strings.Count(out.String(), "\n")).To(Equal(len(preflight.RuntimeChecks)+2), "one line per check and the summary:\n%s", out.String())
 
 	// The placement the bundle rendered before this release: the control-plane selector.
 	old := filepath.Join(t.TempDir(), "old.yaml")
