@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -189,4 +191,79 @@ func condition(g *ngv1.NodeGroup, t string) metav1.Condition {
 		return *c
 	}
 	return metav1.Condition{}
+}
+
+// update applies mutate to the latest version of a group, retrying on conflicts with the
+// operator's own writes.
+func update(t *testing.T, name string, mutate func(*ngv1.NodeGroup)) error {
+	t.Helper()
+	for {
+		cur := get(t, name)
+		mutate(cur)
+		err := k8s.Update(context.Background(), cur)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
+
+func nodeReadyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func nodeReadyTrue(n *corev1.Node) bool {
+	c := nodeReadyCondition(n)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+func withLabels(g *ngv1.NodeGroup, l map[string]string) *ngv1.NodeGroup {
+	g.Spec.Labels = l
+	return g
+}
+
+func withTaints(g *ngv1.NodeGroup, ts ...ngv1.Taint) *ngv1.NodeGroup {
+	g.Spec.Taints = ts
+	return g
+}
+
+func withFault(g *ngv1.NodeGroup, f operator.Fault) *ngv1.NodeGroup {
+	g.Annotations = map[string]string{operator.FaultAnnotation: string(f)}
+	return g
+}
+
+// leaseRenewal is when the node's kubelet last renewed its Lease. The Lease must be this Node
+// object's: one left by an earlier node of the same name (a test run again) is garbage
+// collected, and the kubelet then makes a new one.
+func leaseRenewal(ctx context.Context, name string) (time.Time, error) {
+	n, err := getNode(name)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("getting node %s: %w", name, err)
+	}
+	l := &coordinationv1.Lease{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: name}, l); err != nil {
+		return time.Time{}, fmt.Errorf("getting the Lease of node %s: %w", name, err)
+	}
+	if !slices.ContainsFunc(l.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == n.UID }) {
+		return time.Time{}, fmt.Errorf("Lease of node %s is owned by %v, not by the node (%s)", name, l.OwnerReferences, n.UID)
+	}
+	if l.Spec.RenewTime == nil {
+		return time.Time{}, fmt.Errorf("Lease of node %s never renewed", name)
+	}
+	return l.Spec.RenewTime.Time, nil
+}
+
+func readyIs(ctx context.Context, name string, want corev1.ConditionStatus) error {
+	n := &corev1.Node{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		return err
+	}
+	if got := sim.NodeReady(n); got != (want == corev1.ConditionTrue) {
+		return fmt.Errorf("node %s: Ready %v, want %s", name, got, want)
+	}
+	return nil
 }

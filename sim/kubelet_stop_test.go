@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
@@ -124,27 +121,6 @@ func TestStopKubelet(t *testing.T) {
 	})
 	t.Logf("Ready and Lease renewed %s after StartKubelet", time.Since(startedAt).Round(100*time.Millisecond))
 	eventually(t, 2*sim.NodeMonitorPeriod+5*time.Second, func() error { return unreachableTaints(stopped, false) })
-}
-
-// leaseRenewal is when the node's kubelet last renewed its Lease. The Lease must be this Node
-// object's: one left by an earlier node of the same name (a test run again) is garbage
-// collected, and the kubelet then makes a new one.
-func leaseRenewal(ctx context.Context, name string) (time.Time, error) {
-	n, err := getNode(name)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("getting node %s: %w", name, err)
-	}
-	l := &coordinationv1.Lease{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: name}, l); err != nil {
-		return time.Time{}, fmt.Errorf("getting the Lease of node %s: %w", name, err)
-	}
-	if !slices.ContainsFunc(l.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == n.UID }) {
-		return time.Time{}, fmt.Errorf("Lease of node %s is owned by %v, not by the node (%s)", name, l.OwnerReferences, n.UID)
-	}
-	if l.Spec.RenewTime == nil {
-		return time.Time{}, fmt.Errorf("Lease of node %s never renewed", name)
-	}
-	return l.Spec.RenewTime.Time, nil
 }
 
 // unreachableTaints checks that the node lifecycle controller's unreachable taints, both

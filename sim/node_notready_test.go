@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/cke"
 )
 
@@ -83,71 +82,4 @@ func setReady(t *testing.T, ctx context.Context, name, reason string, since meta
 		}
 		return k8s.Status().Patch(ctx, n, client.StrategicMergeFrom(before, client.MergeFromWithOptimisticLock{}))
 	})
-}
-
-func readyIs(ctx context.Context, name string, want corev1.ConditionStatus) error {
-	n := &corev1.Node{}
-	if err := k8s.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
-		return err
-	}
-	if got := sim.NodeReady(n); got != (want == corev1.ConditionTrue) {
-		return fmt.Errorf("node %s: Ready %v, want %s", name, got, want)
-	}
-	return nil
-}
-
-// A pod labelled kwok.x-k8s.io/stage=unhealthy runs but never turns Ready, as a pod whose
-// readiness probe fails; Karpenter core's suites label so the pods whose probe must fail.
-func TestUnhealthyPodRunsUnready(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	flavor, _ := cke.LookupFlavor("2XS")
-	n := cke.NewNode(cke.NodeSpec{Name: "podhealth", Flavor: flavor, Role: ngv1.NodeRoleWorker})
-	if err := k8s.Create(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
-	eventually(t, 30*time.Second, func() error { return readyIs(ctx, n.Name, corev1.ConditionTrue) })
-	pods := map[string]map[string]string{
-		"podhealth-unhealthy": {"kwok.x-k8s.io/stage": "unhealthy"},
-		"podhealth-healthy":   nil,
-	}
-	for name, labels := range pods {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
-			Spec: corev1.PodSpec{
-				NodeName:    n.Name,
-				Containers:  []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
-				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			},
-		}
-		if err := k8s.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), p, client.GracePeriodSeconds(0)) })
-	}
-	podState := func(name string) (corev1.PodPhase, corev1.ConditionStatus, error) {
-		p := &corev1.Pod{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, p); err != nil {
-			return "", "", err
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady {
-				return p.Status.Phase, c.Status, nil
-			}
-		}
-		return p.Status.Phase, "", nil
-	}
-	for name, want := range map[string]corev1.ConditionStatus{"podhealth-healthy": corev1.ConditionTrue, "podhealth-unhealthy": corev1.ConditionFalse} {
-		eventually(t, 30*time.Second, func() error {
-			phase, ready, err := podState(name)
-			if err != nil {
-				return err
-			}
-			if phase != corev1.PodRunning || ready != want {
-				return fmt.Errorf("pod %s: phase %s, Ready %q; want Running, Ready %s", name, phase, ready, want)
-			}
-			return nil
-		})
-	}
 }
