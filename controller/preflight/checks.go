@@ -416,18 +416,12 @@ func checkQuota(s *Snapshot) Check {
 		}
 		return c
 	}
-	lim, source := s.Limit, "configured in settings.quota"
-	if lim.CPU == 0 || lim.GB == 0 {
+	lim, source := quotaUsage(s), "configured in settings.quota"
+	if s.Limit.CPU == 0 || s.Limit.GB == 0 {
 		source = "CKE's default"
-		if lim.CPU == 0 {
-			lim.CPU = quota.DefaultLimit.CPU
-		}
-		if lim.GB == 0 {
-			lim.GB = quota.DefaultLimit.GB
-		}
 	}
 	used := s.Quota.Usage
-	room := quota.Usage{CPU: lim.CPU, GB: lim.GB}.Sub(used)
+	room := lim.Sub(used)
 	c.Found = fmt.Sprintf("in use %s of %s (%s), control plane included; other clusters of the organisation share the quota and are not visible from here", used, lim, source)
 	var largest string
 	smallest := quota.Usage{}
@@ -441,7 +435,7 @@ func checkQuota(s *Snapshot) Check {
 		}
 	}
 	switch {
-	case !used.FitsIn(quota.Usage{CPU: lim.CPU, GB: lim.GB}) && source != "configured in settings.quota":
+	case !used.FitsIn(lim) && source != "configured in settings.quota":
 		c.Result = Warn
 		c.Found += ": more than the default, so the organisation's quota was raised"
 		c.Action = "set settings.quota.cpu and settings.quota.memory to the raised quota, so launches fly together instead of being probed one by one"

@@ -73,8 +73,6 @@ func readUpstream(ctx context.Context, c client.Client, d *appsv1.Deployment) (*
 type settingField struct {
 	path []string
 	kind reflect.Kind
-	// text is a string-typed value the schema checks as text (durations, URLs).
-	text bool
 	// def is the setting's default in the bundle, as its variable spells it.
 	def string
 }
@@ -98,7 +96,7 @@ func settingsByEnv() map[string]settingField {
 				if b, ok := values.BundleDefaults[strings.Join(path, ".")]; ok {
 					def = fmt.Sprint(b)
 				}
-				out[env] = settingField{path: path, kind: f.Type.Kind(), text: f.Type == durationType, def: def}
+				out[env] = settingField{path: path, kind: f.Type.Kind(), def: def}
 				continue
 			}
 			if f.Type.Kind() == reflect.Struct && f.Type != durationType {
