@@ -1,6 +1,7 @@
 package bundle_test
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,17 +43,21 @@ func TestExamplesREADME(t *testing.T) {
 	}
 
 	var e2e strings.Builder
-	sources, _ := filepath.Glob(filepath.Join(root, "test", "e2e", "*_test.go"))
-	for _, f := range sources {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	// Every end-to-end package: one per area under test/e2e.
+	err = filepath.WalkDir(filepath.Join(root, "test", "e2e"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
 		}
+		b, err := os.ReadFile(path)
 		e2e.Write(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, m := range regexp.MustCompile("`(Test[A-Za-z0-9_]+)`").FindAllStringSubmatch(string(readme), -1) {
 		if !strings.Contains(e2e.String(), "func "+m[1]+"(") {
-			t.Errorf("examples/README.md names %s, which test/e2e does not define", m[1])
+			t.Errorf("examples/README.md names %s, which no package under test/e2e defines", m[1])
 		}
 	}
 }
