@@ -54,6 +54,11 @@ verify: generate ## Fail if generated files are stale.
 	@git diff --exit-code -- controller schema out flavors cue docs/reference docs/e2e-scenarios.md || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- controller schema out docs/reference docs/e2e-scenarios.md)" || { git status --porcelain -- controller schema out docs/reference docs/e2e-scenarios.md; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "unformatted Go files: run gofmt -w" >&2; exit 1; }
+# Unused code fails: U1000 on the whole tree, and again with the bench tag, whose files
+# neither make test nor a plain build compiles; the bench itself must vet.
+	$(TOOLS) staticcheck -checks U1000 ./...
+	$(TOOLS) staticcheck -checks U1000 -tags bench ./...
+	go vet -tags bench ./test/bench/...
 
 ##@ Test
 
