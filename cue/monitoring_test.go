@@ -45,6 +45,7 @@ import (
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotausage"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
+	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/preflight"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
