@@ -43,7 +43,7 @@ const OperatorUser = "system:clever-cloud:nodegroup-operator"
 // (tests).
 type Options struct {
 	// Options shape the control plane; its fields are promoted: BinDir (the pinned binaries,
-	// ./sim/tools/build.sh prints it; $KUBEBUILDER_ASSETS by default), Dir (kubeconfig, logs/
+	// sim/tools.BinDir by default: $KUBEBUILDER_ASSETS, or build.sh's output), Dir (kubeconfig, logs/
 	// and audit.log; a temporary folder by default, removed by Stop unless KeepDir), Audit,
 	// HonorGracePeriod and StartTimeout. Its Log, the control plane's own, is shadowed by Log
 	// below and discards by default.

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/cke"
+	simtools "github.com/CleverCloud/karpenter-provider-clever-cloud/sim/tools"
 )
 
 //go:embed kwok-stages.yaml
@@ -45,7 +46,7 @@ var auditPolicy []byte
 // Options shape the control plane.
 type Options struct {
 	// BinDir holds etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok.
-	// Defaults to $KUBEBUILDER_ASSETS.
+	// Defaults to sim/tools.BinDir: $KUBEBUILDER_ASSETS, or the binaries built by build.sh.
 	BinDir string
 	// Dir receives the kubeconfig, the component logs and the audit log. Defaults to a new
 	// temporary folder, removed on Stop unless KeepDir is set.
@@ -76,10 +77,13 @@ type ControlPlane struct {
 // On error everything already started is stopped again.
 func Start(ctx context.Context, opts Options) (_ *ControlPlane, retErr error) {
 	if opts.BinDir == "" {
-		opts.BinDir = os.Getenv("KUBEBUILDER_ASSETS")
-	}
-	if opts.BinDir == "" {
-		return nil, errors.New("no binary folder: set Options.BinDir or KUBEBUILDER_ASSETS (./sim/tools/build.sh prints it)")
+		// Found (or built) outside ctx: a cold build takes minutes, which is no failure to
+		// start; a caller whose deadline must cover everything passes a folder found first.
+		dir, err := simtools.BinDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.BinDir = dir
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 60 * time.Second

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
-
-	simtools "github.com/CleverCloud/karpenter-provider-clever-cloud/sim/tools"
 )
 
 // Stop must leave no process behind: every component, etcd and the apiserver included.
@@ -18,11 +16,8 @@ func TestStopLeavesNoProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane: skipped with -short")
 	}
-	bin, err := simtools.BinDir()
-	if err != nil {
-		t.Fatalf("finding the control-plane binaries: %v", err)
-	}
-	cp, err := Start(context.Background(), Options{BinDir: bin, Audit: true})
+	// No BinDir: Start finds the binaries itself (building them if KUBEBUILDER_ASSETS is unset).
+	cp, err := Start(context.Background(), Options{Audit: true})
 	if err != nil {
 		t.Fatalf("starting control plane: %v", err)
 	}

@@ -52,7 +52,7 @@ func run() error {
 	var faults, workerPool string
 	var outageAt, outageFor time.Duration
 	flag.String("profile", profile, "timings and quirks to start from: live (measured on CKE) or fast (compressed, for tests); the flags below override it")
-	flag.StringVar(&o.BinDir, "bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "folder with the pinned binaries (./sim/tools/build.sh prints it)")
+	flag.StringVar(&o.BinDir, "bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "folder with the pinned binaries (./sim/tools/build.sh prints it; built when empty)")
 	flag.StringVar(&o.Dir, "dir", "", "work folder for kubeconfig, logs and audit log (default: a temporary folder, kept)")
 	flag.BoolVar(&o.Audit, "audit", false, "write the apiserver audit log to <dir>/audit.log")
 	flag.BoolVar(&o.HonorGracePeriod, "honor-grace-period", false, "keep terminating pods until their grace period ends")
