@@ -96,13 +96,3 @@ var HotPaths = []struct {
 	{"CatalogueSetLive", BenchmarkCatalogueSetLive},
 	{"LoadBundle", BenchmarkLoadBundle},
 }
-
-// runHotPaths runs HotPaths with testing.Benchmark.
-func runHotPaths() []HotPath {
-	var out []HotPath
-	for _, h := range HotPaths {
-		r := testing.Benchmark(h.F)
-		out = append(out, HotPath{Name: h.Name, N: r.N, NsPerOp: float64(r.T.Nanoseconds()) / float64(max(r.N, 1)), BytesPerOp: r.AllocedBytesPerOp(), AllocsPerOp: r.AllocsPerOp()})
-	}
-	return out
-}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -96,11 +95,13 @@ func (tl *Timeline) Watch(ctx context.Context, c client.WithWatch, ns string) er
 		{&ngv1.NodeGroupList{}, nil},
 		{&corev1.NodeList{}, nil},
 	} {
-		existing, rec, err := harness.Record(ctx, c, w.list, func(ev harness.Event) {
+		// Resuming: a bench window would rather take a late time for what changed while a watch
+		// was down (the window notes the gaps) than lose the rest of its run.
+		existing, rec, err := harness.RecordResuming(ctx, c, w.list, func(ev harness.Event) {
 			tl.observe(ev.Object, ev.At, ev.Type == watch.Deleted)
 		}, w.opts...)
 		if err != nil {
-			_ = tl.Stop()
+			tl.Stop()
 			return err
 		}
 		now := time.Now()
@@ -114,20 +115,19 @@ func (tl *Timeline) Watch(ctx context.Context, c client.WithWatch, ns string) er
 	return nil
 }
 
-// Stop ends the recordings. Its error says a watch ended early: the timeline misses what
-// came after, and the window's figures with it.
-func (tl *Timeline) Stop() error {
+// Stop ends the recordings and returns how many times a watch ended early and was resumed:
+// what changed during a gap carries the time it was found, not the time it happened.
+func (tl *Timeline) Stop() int {
 	tl.mu.Lock()
 	recs := tl.recs
 	tl.recs = nil
 	tl.mu.Unlock()
-	var errs []error
+	gaps := 0
 	for _, r := range recs {
-		if err := r.Stop(); err != nil {
-			errs = append(errs, err)
-		}
+		_ = r.Stop() // a resuming recording has no error to give
+		gaps += r.Gaps()
 	}
-	return errors.Join(errs...)
+	return gaps
 }
 
 func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {

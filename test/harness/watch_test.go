@@ -3,7 +3,9 @@ package harness
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,4 +77,39 @@ func TestRecordingReportsAWatchThatEndsEarly(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Eventually(rec.Err).WithTimeout(15 * time.Second).Should(gomega.MatchError(gomega.ContainSubstring("ended before the recording was stopped")))
 	g.Expect(rec.Stop()).To(gomega.MatchError(gomega.ContainSubstring("ended before")))
+}
+
+// A resuming recording keeps following its objects across watches the apiserver ends, and
+// counts the gaps instead of failing.
+func TestResumingRecordingFollowsAcrossEndedWatches(t *testing.T) {
+	g := gomega.NewWithT(t)
+	ctx := context.Background()
+	short := &client.ListOptions{Raw: &metav1.ListOptions{TimeoutSeconds: ptr.To[int64](1)}}
+	sel := client.MatchingLabels{"recording": "resuming"}
+	var mu sync.Mutex
+	seen := map[string]string{}
+	_, rec, err := RecordResuming(ctx, api.Client, &corev1.ConfigMapList{}, func(ev Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[ev.Object.GetName()] = string(ev.Type)
+	}, client.InNamespace("default"), sel, short)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	first := configMap("resumed-first")
+	first.Labels = sel
+	g.Expect(api.Client.Create(ctx, first)).To(gomega.Succeed())
+	g.Eventually(rec.Gaps).WithTimeout(15*time.Second).Should(gomega.BeNumerically(">=", 1), "the apiserver ended the first watch")
+	second := configMap("resumed-second")
+	second.Labels = sel
+	g.Expect(api.Client.Create(ctx, second)).To(gomega.Succeed())
+	g.Expect(api.Client.Delete(ctx, first)).To(gomega.Succeed())
+	g.Eventually(func() map[string]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
+	}).WithTimeout(15 * time.Second).Should(gomega.Equal(map[string]string{
+		"resumed-first":  string(watch.Deleted),
+		"resumed-second": string(watch.Added),
+	}))
+	g.Expect(rec.Err()).To(gomega.Succeed(), "a resuming recording has no error for an ended watch")
+	g.Expect(rec.Stop()).To(gomega.Succeed())
 }

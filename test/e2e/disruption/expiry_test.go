@@ -26,10 +26,6 @@ func expireAfter(d string) harness.PoolOption {
 	}
 }
 
-func budgets(b ...karpv1.Budget) harness.PoolOption {
-	return func(np *karpv1.NodePool) { np.Spec.Disruption.Budgets = b }
-}
-
 // nodeIntact says why a node is not intact (gone, deleting, or its claim deleting), or "".
 func nodeIntact(s *harness.Scenario, name string) string {
 	n := &corev1.Node{}
