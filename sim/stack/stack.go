@@ -103,10 +103,6 @@ func ModuleRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// BinDir is the simulated CKE's pinned binaries, found (or built) by sim/tools, the one place
-// that knows how; kept here for the suites that already reach the stack.
-func BinDir() (string, error) { return simtools.BinDir() }
-
 // Start starts the simulated CKE and the fake price API, applies the rendered bundle, writes
 // the ServiceAccount's kubeconfig and starts the controller.
 func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
@@ -143,7 +139,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 		so = *opts.Sim
 	}
 	if so.BinDir == "" {
-		if so.BinDir, err = BinDir(); err != nil {
+		if so.BinDir, err = simtools.BinDir(); err != nil {
 			return nil, err
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
+	simtools "github.com/CleverCloud/karpenter-provider-clever-cloud/sim/tools"
 )
 
 // previousRelease is the commit the upgrade scenario upgrades from. There is no tagged
@@ -82,7 +83,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "lifecycle:", err)
 		return 1
 	}
-	bin, err := stack.BinDir()
+	bin, err := simtools.BinDir()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lifecycle:", err)
 		return 1
