@@ -58,7 +58,8 @@ type Options struct {
 	// HonorGracePeriod makes kwok remove terminating pods only when their grace period ends;
 	// by default they go at once, like processes that exit on SIGTERM.
 	HonorGracePeriod bool
-	// StartTimeout bounds each component's start. Default 60s: the machines are small.
+	// StartTimeout bounds each component's start. Default 3 min: make test starts a dozen
+	// control planes at once on two cores, and a slow start there is load, not failure.
 	StartTimeout time.Duration
 	Log          logr.Logger
 }
@@ -86,7 +87,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, retErr error) {
 		opts.BinDir = dir
 	}
 	if opts.StartTimeout == 0 {
-		opts.StartTimeout = 60 * time.Second
+		opts.StartTimeout = 3 * time.Minute
 	}
 	cp := &ControlPlane{opts: opts}
 	if cp.opts.Dir == "" {

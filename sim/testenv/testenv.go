@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -38,6 +39,9 @@ type Env struct {
 	Client client.WithWatch
 }
 
+// StartTimeout bounds a control plane's start.
+const StartTimeout = 5 * time.Minute
+
 // Start brings up apiserver and etcd with the CRDs installed and established.
 func Start() (*Env, error) {
 	assets, err := simtools.BinDir()
@@ -53,6 +57,11 @@ func Start() (*Env, error) {
 		BinaryAssetsDirectory: assets,
 		CRDs:                  all,
 		ErrorIfCRDPathMissing: true,
+		// envtest allows 20 s for a start. make test starts a dozen control planes at once
+		// beside the end-to-end clusters, on two cores: a start can take minutes there, and
+		// that is load, not a failure of the package's tests.
+		ControlPlaneStartTimeout: StartTimeout,
+		ControlPlaneStopTimeout:  time.Minute,
 	}
 	// Like the simulated CKE's, etcd and the apiserver die with the test binary, even when it
 	// panics or hits its timeout before Stop.
