@@ -7,5 +7,6 @@ package suites
 
 import (
 	_ "sigs.k8s.io/karpenter/test/suites/disruption"
+	_ "sigs.k8s.io/karpenter/test/suites/performance"
 	_ "sigs.k8s.io/karpenter/test/suites/regression"
 )

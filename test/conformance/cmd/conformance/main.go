@@ -1,11 +1,13 @@
 // Command conformance is `make conformance`: Karpenter core's own end-to-end suites against
 // the provider on the simulated CKE, report in docs/conformance/. CONFORMANCE_FULL=1 also
 // runs the specs that wait on core's long timers and writes full.{md,json} instead of
-// report.{md,json}.
+// report.{md,json}. -performance runs core's performance suite instead (make performance) and
+// writes performance.{md,json}.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,6 +31,7 @@ func main() {
 	bins := flag.String("bin", "", "folder of prebuilt suite binaries <suite>.test (built from test/conformance/suites when empty)")
 	focus := flag.String("focus", "", "only the specs matching this ginkgo focus regexp (the report is then not written to -out unless -out is given)")
 	parallel := flag.Bool("parallel", os.Getenv("CONFORMANCE_PARALLEL") == "1", "run each suite on a cluster of its own, at the same time (CONFORMANCE_PARALLEL=1)")
+	performance := flag.Bool("performance", false, "run core's performance suite alone (make performance) and write performance.{md,json}")
 	longTimers := flag.Bool("long-timers", false, "only the specs that wait on core's long timers, in CONFORMANCE_FULL=1 mode; writes full.{md,json} beside a report of the others")
 	flag.Parse()
 	logf.SetLogger(logr.Discard())
@@ -49,9 +52,17 @@ func main() {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s conformance: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
+	list := strings.Split(*suites, ",")
+	if *performance {
+		list = []string{conformance.PerformanceSuite}
+	}
 	rep, err := conformance.Run(ctx, conformance.Config{
-		Suites: strings.Split(*suites, ","), Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Parallel: *parallel, Logf: say,
+		Suites: list, Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Parallel: *parallel, Logf: say,
 	})
+	if *performance {
+		finishPerformance(rep, err, *out, dir, say)
+		return
+	}
 	if rep != nil && len(rep.Suites) > 0 {
 		base := "report"
 		if full {
@@ -76,6 +87,33 @@ func main() {
 	}
 	if err != nil {
 		fail(err)
+	}
+}
+
+// finishPerformance writes performance.{md,json}: the spec outcomes and every phase's figures,
+// read from the reports the suite wrote into the work folder (its OUTPUT_DIR).
+func finishPerformance(rep *conformance.Report, runErr error, out, dir string, say func(string, ...any)) {
+	if rep == nil || len(rep.Suites) == 0 {
+		fail(runErr)
+	}
+	rep.Mode = "performance suite"
+	phases, err := conformance.ReadPhases(dir)
+	if err != nil {
+		fail(errors.Join(runErr, err))
+	}
+	pr := &conformance.PerformanceReport{Report: rep, Phases: phases, Thresholds: conformance.ThresholdsJSON()}
+	if err := pr.Write(out); err != nil {
+		fail(errors.Join(runErr, err))
+	}
+	t := rep.Total()
+	say("report in %s/performance.md; work folder %s", out, dir)
+	fmt.Printf("performance: %d passed, %d failed, %d skipped in %s\n", t.Passed, t.Failed, t.Skipped,
+		time.Duration(rep.Seconds*float64(time.Second)).Round(time.Second))
+	if runErr != nil {
+		fail(runErr)
+	}
+	if t.Failed > 0 {
+		os.Exit(1)
 	}
 }
 
