@@ -191,6 +191,10 @@ func (b *Bench) suite(t *testing.T, run profileRun) {
 		b.ScalePinned(t, fmt.Sprintf("scale-%d-pinned", scalePods), scalePods, scaleTimeout, MatchedFlavors)
 	})
 	if run.all {
+		// Karpenter core's performance suite's basic scale-out at its size (suitescale.go).
+		b.suiteScale(t, p)
+	}
+	if run.all {
 		// As shipped: the bundle's environment, quota not configured, so beyond CKE's
 		// default 40 vCPU / 40 GB the controller probes, one launch at a time (docs/quota.md).
 		var shipped *Result
