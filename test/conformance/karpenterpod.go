@@ -255,6 +255,8 @@ func (k *karpenterPod) createObjects(ctx context.Context, ip string, kubeletPort
 	if err := c.Create(ctx, node); err != nil {
 		return fmt.Errorf("creating the stand-in karpenter Node: %w", err)
 	}
+	// Status by merge patch: the node lifecycle controller writes the new Node at once.
+	nodeBase := node.DeepCopy()
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110"),
 	}
@@ -267,7 +269,7 @@ func (k *karpenterPod) createObjects(ctx context.Context, ip string, kubeletPort
 		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}},
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(kubeletPort)}},
 	}
-	if err := c.Status().Update(ctx, node); err != nil {
+	if err := c.Status().Patch(ctx, node, client.MergeFrom(nodeBase)); err != nil {
 		return fmt.Errorf("writing the stand-in karpenter Node's status: %w", err)
 	}
 	pod := &corev1.Pod{
@@ -284,6 +286,7 @@ func (k *karpenterPod) createObjects(ctx context.Context, ip string, kubeletPort
 	if err := c.Create(ctx, pod); err != nil {
 		return fmt.Errorf("creating the stand-in karpenter Pod: %w", err)
 	}
+	podBase := pod.DeepCopy()
 	pod.Status = corev1.PodStatus{
 		Phase: corev1.PodRunning, HostIP: ip, PodIP: ip,
 		HostIPs: []corev1.HostIP{{IP: ip}}, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
@@ -298,7 +301,7 @@ func (k *karpenterPod) createObjects(ctx context.Context, ip string, kubeletPort
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		}},
 	}
-	if err := c.Status().Update(ctx, pod); err != nil {
+	if err := c.Status().Patch(ctx, pod, client.MergeFrom(podBase)); err != nil {
 		return fmt.Errorf("writing the stand-in karpenter Pod's status: %w", err)
 	}
 	// The holder identity is "<pod>_<id>", as controller-runtime writes it from a Pod's
