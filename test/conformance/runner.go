@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,6 +130,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, retErr error) {
 			"pods' grace periods honoured, no control-plane Node (worker-only topology)", QuotaLifted, QuotaLifted),
 		Controller: fmt.Sprintf("the bundle's Deployment environment, FEATURE_GATES=%s; suites given --repair-condition=%s", FeatureGates, RepairCondition),
 	}
+	if slices.Contains(cfg.Suites, PerformanceSuite) {
+		rep.Controller += fmt.Sprintf("; for the performance suite the organisation quota configured as the simulator's (CLEVER_CLOUD_QUOTA_CPU/MEMORY_GB=%d) and ENABLE_PROFILING=true (the suite's profiler)", QuotaLifted)
+	}
 	if cfg.Full {
 		rep.Mode = "CONFORMANCE_FULL=1: applicable specs and long timers"
 	}
@@ -196,9 +200,13 @@ func onCluster(ctx context.Context, cfg Config, dir, binDir string, suites []str
 		return nil, err
 	}
 	so := SimOptions()
+	ctrlEnv := map[string]string{"FEATURE_GATES": FeatureGates}
+	if slices.Contains(suites, PerformanceSuite) {
+		maps.Copy(ctrlEnv, PerformanceEnv)
+	}
 	env, err := stack.Start(ctx, stack.Options{
 		Sim: &so, WorkDir: dir, Logf: cfg.Logf, Binary: cfg.controller,
-		Env: map[string]string{"FEATURE_GATES": FeatureGates},
+		Env: ctrlEnv,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the simulated CKE with the provider: %w", err)
