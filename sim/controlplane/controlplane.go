@@ -40,6 +40,20 @@ const (
 	NodeMonitorPeriod      = 5 * time.Second
 )
 
+// kwokOptions raise kwok's workers from 4 each. Every stage and lease renewal is one request;
+// with 4 workers, 500 nodes' heartbeats and leases kept the queue full, and a new node waited
+// 45 s to be made Ready (Karpenter core's performance suite). The workers wait on the
+// apiserver, not on a CPU: more of them cost kwok a few goroutines.
+const kwokOptions = `
+---
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  nodePlayStageParallelism: 32
+  podPlayStageParallelism: 32
+  nodeLeaseParallelism: 32
+`
+
 //go:embed audit-policy.yaml
 var auditPolicy []byte
 
@@ -223,6 +237,7 @@ func (cp *ControlPlane) components() ([]component, error) {
 	if cp.opts.HonorGracePeriod {
 		stages = strings.ReplaceAll(stages, "#GRACE ", "")
 	}
+	stages += kwokOptions
 	if err := os.WriteFile(kwokCfg, []byte(stages), 0o644); err != nil {
 		return nil, fmt.Errorf("writing kwok config: %w", err)
 	}

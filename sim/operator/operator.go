@@ -11,6 +11,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -105,6 +106,9 @@ func (o *Operator) Quota() *quotaengine.Engine { return o.quota }
 // SetupWithManager registers the controller: NodeGroups, and Nodes mapped to their group
 // through the clever-cloud.com/nodegroup label.
 func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Node{}, nodesByGroup, indexNodesByGroup); err != nil {
+		return fmt.Errorf("indexing Nodes by NodeGroup: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("simcke-nodegroup-operator").
 		For(&ngv1.NodeGroup{}).
