@@ -2,30 +2,11 @@
 
 package bench
 
-// The bench run's knobs and its hot-path runner, used only by TestBench (bench tag).
+// The hot-path runner, used only by TestBench (bench tag).
 
 import (
-	"os"
-	"strconv"
 	"testing"
-	"time"
 )
-
-// envInt reads an integer knob with a default.
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
-// envDuration reads a duration knob with a default.
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
 
 // runHotPaths runs HotPaths with testing.Benchmark.
 func runHotPaths() []HotPath {
