@@ -72,6 +72,13 @@ type Options struct {
 	// HonorGracePeriod makes kwok remove terminating pods only when their grace period ends;
 	// by default they go at once, like processes that exit on SIGTERM.
 	HonorGracePeriod bool
+	// NodeStatusReport, if set, is how often a Ready node's fake kubelet posts its status,
+	// drawn in [0.9, 1.1] of it. By default it posts every 20–45 s, which the tests of node
+	// conditions wait on. A real kubelet posts every 5 minutes when nothing changed (its Lease
+	// carries liveness): at hundreds of nodes the default is a stream of Node updates to every
+	// watcher that no cluster sees, and it starved Karpenter core's NodeClaim lifecycle queue
+	// (10 reconciles/s at one CPU) in its performance suite.
+	NodeStatusReport time.Duration
 	// StartTimeout bounds each component's start. Default 3 min: make test starts a dozen
 	// control planes at once on two cores, and a slow start there is load, not failure.
 	StartTimeout time.Duration
@@ -233,11 +240,7 @@ func (cp *ControlPlane) components() ([]component, error) {
 		kcm = append(kcm, "--controllers=*,-serviceaccount-token,-nodeipam")
 	}
 	kwokCfg := filepath.Join(cp.opts.Dir, "kwok.yaml")
-	stages := string(kwokStages)
-	if cp.opts.HonorGracePeriod {
-		stages = strings.ReplaceAll(stages, "#GRACE ", "")
-	}
-	stages += kwokOptions
+	stages := kwokConfig(cp.opts.HonorGracePeriod, cp.opts.NodeStatusReport)
 	if err := os.WriteFile(kwokCfg, []byte(stages), 0o644); err != nil {
 		return nil, fmt.Errorf("writing kwok config: %w", err)
 	}
@@ -256,6 +259,20 @@ func (cp *ControlPlane) components() ([]component, error) {
 			"--node-ip=10.0.0.1",
 		}},
 	}, nil
+}
+
+// kwokConfig is kwok's configuration file: the stages, with pods' grace periods honoured or
+// not, a Ready node's status posted every 20–45 s or every statusReport, and kwok's options.
+func kwokConfig(honorGracePeriod bool, statusReport time.Duration) string {
+	stages := string(kwokStages)
+	if honorGracePeriod {
+		stages = strings.ReplaceAll(stages, "#GRACE ", "")
+	}
+	if statusReport > 0 {
+		stages = strings.ReplaceAll(stages, "    durationMilliseconds: 20000\n    jitterDurationMilliseconds: 25000\n",
+			fmt.Sprintf("    durationMilliseconds: %d\n    jitterDurationMilliseconds: %d\n", (statusReport*9/10).Milliseconds(), (statusReport/5).Milliseconds()))
+	}
+	return stages + kwokOptions
 }
 
 // RestartAPIServer kills the kube-apiserver with SIGKILL, as a crash would, runs down (if
