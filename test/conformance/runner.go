@@ -131,6 +131,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, retErr error) {
 		Controller: fmt.Sprintf("the bundle's Deployment environment, FEATURE_GATES=%s; suites given --repair-condition=%s", FeatureGates, RepairCondition),
 	}
 	if slices.Contains(cfg.Suites, PerformanceSuite) {
+		rep.Simulator += fmt.Sprintf("; for the performance suite, kubelets post an unchanged node status every %s, as a real kubelet does (their Leases every 10 s)", KubeletStatusReport)
 		rep.Controller += fmt.Sprintf("; for the performance suite the organisation quota configured as the simulator's (CLEVER_CLOUD_QUOTA_CPU/MEMORY_GB=%d) and ENABLE_PROFILING=true (the suite's profiler)", QuotaLifted)
 	}
 	if cfg.Full {
@@ -203,6 +204,7 @@ func onCluster(ctx context.Context, cfg Config, dir, binDir string, suites []str
 	ctrlEnv := map[string]string{"FEATURE_GATES": FeatureGates}
 	if slices.Contains(suites, PerformanceSuite) {
 		maps.Copy(ctrlEnv, PerformanceEnv)
+		so.NodeStatusReport = KubeletStatusReport
 	}
 	env, err := stack.Start(ctx, stack.Options{
 		Sim: &so, WorkDir: dir, Logf: cfg.Logf, Binary: cfg.controller,
