@@ -58,18 +58,21 @@ type karpenterPod struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	logf    func(format string, args ...any)
+	// restartEnv is the controller's environment overrides, for a restart after it exits.
+	restartEnv map[string]string
+	restarts   int32
 }
 
 // startKarpenterPod creates the stand-in on env's cluster. The Node is tainted (the suites
 // expect every pre-existing node to be a tainted system node), carries no NodePool label (the
 // suite's utilisation figures skip it) and no kwok annotation (no fake kubelet touches it: the
 // harness renews its Lease, so it stays Ready).
-func startKarpenterPod(ctx context.Context, env *stack.Env, logf func(string, ...any)) (_ *karpenterPod, retErr error) {
+func startKarpenterPod(ctx context.Context, env *stack.Env, restartEnv map[string]string, logf func(string, ...any)) (_ *karpenterPod, retErr error) {
 	ip, err := hostIPv4()
 	if err != nil {
 		return nil, err
 	}
-	k := &karpenterPod{env: env, logf: logf}
+	k := &karpenterPod{env: env, logf: logf, restartEnv: restartEnv}
 	defer func() {
 		if retErr != nil {
 			k.Stop()
@@ -105,10 +108,14 @@ func startKarpenterPod(ctx context.Context, env *stack.Env, logf func(string, ..
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
-	k.wg.Add(1)
+	k.wg.Add(2)
 	go func() {
 		defer k.wg.Done()
 		k.renew(rctx)
+	}()
+	go func() {
+		defer k.wg.Done()
+		k.restartOnExit(rctx)
 	}()
 	logf("stand-in karpenter Pod %s/%s on Node %s (%s): metrics relayed from :%d, kubelet on :%d",
 		KarpenterPodNamespace, KarpenterPodName, KarpenterNodeName, ip, KarpenterMetricsPort, kubeletPort)
@@ -352,6 +359,41 @@ func (k *karpenterPod) renew(ctx context.Context) {
 			if err != nil && ctx.Err() == nil {
 				k.logf("renewing Lease %s: %v", key, err)
 			}
+		}
+	}
+}
+
+// restartOnExit starts the controller again when it exits, as the kubelet restarts a Pod's
+// container (a controller that loses its leader Lease exits), and counts the restart in the
+// stand-in Pod's status, where the suite's ExpectNoCrashes reads it: a crash still fails the
+// spec, and the phases after it still measure.
+func (k *karpenterPod) restartOnExit(ctx context.Context) {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if c := k.env.Controller(); c == nil || c.Running() {
+			continue
+		}
+		k.restarts++
+		k.logf("the controller exited (log %s); starting it again, restart %d; tail:\n%s", k.env.Controller().LogPath, k.restarts, k.env.Controller().Tail(5))
+		if err := k.env.StartController(ctx, k.restartEnv); err != nil && ctx.Err() == nil {
+			k.logf("restarting the controller: %v", err)
+			continue
+		}
+		pod := &corev1.Pod{}
+		err := k.env.Client.Get(ctx, client.ObjectKey{Namespace: KarpenterPodNamespace, Name: KarpenterPodName}, pod)
+		if err == nil && len(pod.Status.ContainerStatuses) > 0 {
+			base := pod.DeepCopy()
+			pod.Status.ContainerStatuses[0].RestartCount = k.restarts
+			err = k.env.Client.Status().Patch(ctx, pod, client.MergeFrom(base))
+		}
+		if err != nil && ctx.Err() == nil {
+			k.logf("counting the restart in the stand-in Pod: %v", err)
 		}
 	}
 }

@@ -43,7 +43,7 @@ func TestKarpenterPodStandIn(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	kp, err := startKarpenterPod(ctx, env, t.Logf)
+	kp, err := startKarpenterPod(ctx, env, map[string]string{"FEATURE_GATES": FeatureGates}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
