@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -10,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestMaximise checks the simplex on programmes whose optimum is known.
@@ -128,13 +128,18 @@ func TestOverridesAreBounded(t *testing.T) {
 // TestPhasesMatchTheSuite reads the suite's source at the pinned version and checks that
 // Phases lists every threshold call with its default, and no other.
 func TestPhasesMatchTheSuite(t *testing.T) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/karpenter")
+	// go mod download fetches the module on a fresh machine and says where it is.
+	cmd := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/karpenter")
 	cmd.Dir = filepath.Join(ModuleDir(), "suites")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("finding the pinned karpenter module: %v", err)
 	}
-	files, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "test", "suites", "performance", "*_test.go"))
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download -json: %v (%s)", err, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(mod.Dir, "test", "suites", "performance", "*_test.go"))
 	if len(files) == 0 {
 		t.Fatal("no performance suite files")
 	}
@@ -191,4 +196,3 @@ func parseDefault(s string) (float64, error) {
 	return v, nil
 }
 
-var _ = time.Minute
