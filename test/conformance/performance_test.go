@@ -195,4 +195,3 @@ func parseDefault(s string) (float64, error) {
 	}
 	return v, nil
 }
-
