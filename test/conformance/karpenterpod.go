@@ -53,6 +53,7 @@ const (
 // karpenterPod is the stand-in: the objects it created and the servers it runs.
 type karpenterPod struct {
 	env     *stack.Env
+	port    int
 	relay   net.Listener
 	kubelet *http.Server
 	cancel  context.CancelFunc
@@ -67,12 +68,14 @@ type karpenterPod struct {
 // expect every pre-existing node to be a tainted system node), carries no NodePool label (the
 // suite's utilisation figures skip it) and no kwok annotation (no fake kubelet touches it: the
 // harness renews its Lease, so it stays Ready).
-func startKarpenterPod(ctx context.Context, env *stack.Env, restartEnv map[string]string, logf func(string, ...any)) (_ *karpenterPod, retErr error) {
+// port is the Pod's metrics port: KarpenterMetricsPort for the suite; a test of the stand-in
+// takes a free one, so that two runs on one machine do not collide.
+func startKarpenterPod(ctx context.Context, env *stack.Env, port int, restartEnv map[string]string, logf func(string, ...any)) (_ *karpenterPod, retErr error) {
 	ip, err := hostIPv4()
 	if err != nil {
 		return nil, err
 	}
-	k := &karpenterPod{env: env, logf: logf, restartEnv: restartEnv}
+	k := &karpenterPod{env: env, port: port, logf: logf, restartEnv: restartEnv}
 	defer func() {
 		if retErr != nil {
 			k.Stop()
@@ -80,8 +83,8 @@ func startKarpenterPod(ctx context.Context, env *stack.Env, restartEnv map[strin
 	}()
 	// The apiserver refuses to proxy to a loopback pod IP, so the Pod has this machine's
 	// address, and the suite's fixed port is relayed there to the controller's own.
-	if k.relay, err = net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(KarpenterMetricsPort))); err != nil {
-		return nil, fmt.Errorf("listening on %s:%d for the performance suite's metrics scrapes (is another run holding the port?): %w", ip, KarpenterMetricsPort, err)
+	if k.relay, err = net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port))); err != nil {
+		return nil, fmt.Errorf("listening on %s:%d for the performance suite's metrics scrapes (is another run holding the port?): %w", ip, port, err)
 	}
 	go k.serveRelay()
 	kubeletLn, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
@@ -103,7 +106,7 @@ func startKarpenterPod(ctx context.Context, env *stack.Env, restartEnv map[strin
 	go func() { _ = k.kubelet.ServeTLS(kubeletLn, "", "") }()
 	kubeletPort := kubeletLn.Addr().(*net.TCPAddr).Port
 
-	if err := k.createObjects(ctx, ip, kubeletPort); err != nil {
+	if err := k.createObjects(ctx, ip, port, kubeletPort); err != nil {
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
@@ -118,7 +121,7 @@ func startKarpenterPod(ctx context.Context, env *stack.Env, restartEnv map[strin
 		k.restartOnExit(rctx)
 	}()
 	logf("stand-in karpenter Pod %s/%s on Node %s (%s): metrics relayed from :%d, kubelet on :%d",
-		KarpenterPodNamespace, KarpenterPodName, KarpenterNodeName, ip, KarpenterMetricsPort, kubeletPort)
+		KarpenterPodNamespace, KarpenterPodName, KarpenterNodeName, ip, port, kubeletPort)
 	return k, nil
 }
 
@@ -232,8 +235,8 @@ func (k *karpenterPod) forward(conn httpstream.Connection, data, errStream https
 		defer conn.RemoveStreams(errStream)
 		defer errStream.Close()
 	}
-	if p := data.Headers().Get(corev1.PortHeader); p != strconv.Itoa(KarpenterMetricsPort) {
-		fail(fmt.Errorf("port %s is not forwarded: the stand-in serves only %d", p, KarpenterMetricsPort))
+	if p := data.Headers().Get(corev1.PortHeader); p != strconv.Itoa(k.port) {
+		fail(fmt.Errorf("port %s is not forwarded: the stand-in serves only %d", p, k.port))
 		return
 	}
 	addr, err := k.metricsAddr()
@@ -250,7 +253,7 @@ func (k *karpenterPod) forward(conn httpstream.Connection, data, errStream https
 	pipe(data, up)
 }
 
-func (k *karpenterPod) createObjects(ctx context.Context, ip string, kubeletPort int) error {
+func (k *karpenterPod) createObjects(ctx context.Context, ip string, port, kubeletPort int) error {
 	c := k.env.Client
 	now := metav1.Now()
 	node := &corev1.Node{
@@ -286,7 +289,7 @@ func (k *karpenterPod) createObjects(ctx context.Context, ip string, kubeletPort
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{{
 				Name: "controller", Image: "karpenter-clevercloud:out-of-cluster",
-				Ports: []corev1.ContainerPort{{Name: "http-metrics", ContainerPort: KarpenterMetricsPort, Protocol: corev1.ProtocolTCP}},
+				Ports: []corev1.ContainerPort{{Name: "http-metrics", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}},
 			}},
 		},
 	}

@@ -23,17 +23,25 @@ import (
 )
 
 // TestKarpenterPodStandIn reaches the controller's metrics the two ways the performance suite
-// does, through the stand-in: the apiserver's pod proxy to the Lease holder's Pod on port 8080,
+// does, through the stand-in: the apiserver's pod proxy to the Lease holder's Pod's metrics port,
 // and a port-forward to that Pod through its Node's kubelet. Each must give the controller's
 // own process metrics, with the three the suite gates on.
 func TestKarpenterPodStandIn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a simulated CKE: skipped with -short")
 	}
-	if _, err := hostIPv4(); err != nil {
+	ip, err := hostIPv4()
+	if err != nil {
 		// The performance suite cannot run here either; it says why when it starts.
 		t.Skip(err)
 	}
+	// A free port, not the suite's 8080: two runs of make test may share the machine.
+	pl, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsPort := pl.Addr().(*net.TCPAddr).Port
+	pl.Close()
 	logf.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -47,7 +55,7 @@ func TestKarpenterPodStandIn(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	kp, err := startKarpenterPod(ctx, env, map[string]string{"FEATURE_GATES": FeatureGates}, t.Logf)
+	kp, err := startKarpenterPod(ctx, env, metricsPort, map[string]string{"FEATURE_GATES": FeatureGates}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +69,9 @@ func TestKarpenterPodStandIn(t *testing.T) {
 	pod := strings.Split(*l.Spec.HolderIdentity, "_")[0]
 
 	// As KarpenterMetricsPoller: the apiserver's pod proxy.
-	data, err := env.Kube.CoreV1().Pods(KarpenterPodNamespace).ProxyGet("http", pod, "8080", "/metrics", nil).DoRaw(ctx)
+	data, err := env.Kube.CoreV1().Pods(KarpenterPodNamespace).ProxyGet("http", pod, fmt.Sprint(metricsPort), "/metrics", nil).DoRaw(ctx)
 	if err != nil {
-		t.Fatalf("pod proxy to %s:8080/metrics: %v", pod, err)
+		t.Fatalf("pod proxy to %s:%d/metrics: %v", pod, metricsPort, err)
 	}
 	checkProcessMetrics(t, "pod proxy", data)
 
@@ -80,7 +88,7 @@ func TestKarpenterPodStandIn(t *testing.T) {
 	}
 	stop, ready := make(chan struct{}), make(chan struct{})
 	defer close(stop)
-	fw, err := portforward.New(dialer, []string{fmt.Sprintf("%d:8080", port)}, stop, ready, io.Discard, io.Discard)
+	fw, err := portforward.New(dialer, []string{fmt.Sprintf("%d:%d", port, metricsPort)}, stop, ready, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,7 +220,7 @@ func onCluster(ctx context.Context, cfg Config, dir, binDir string, suites []str
 	}()
 	if slices.Contains(suites, PerformanceSuite) {
 		// The performance suite scrapes Karpenter as an in-cluster Pod (karpenterpod.go).
-		kp, err := startKarpenterPod(ctx, env, ctrlEnv, cfg.logf)
+		kp, err := startKarpenterPod(ctx, env, KarpenterMetricsPort, ctrlEnv, cfg.logf)
 		if err != nil {
 			return nil, fmt.Errorf("standing in for the karpenter Pod: %w", err)
 		}
