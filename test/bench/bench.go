@@ -332,7 +332,10 @@ func (w *Window) steps(tl *Timeline, r *Result) {
 			continue
 		}
 		g, c := tl.Groups[n.Group], tl.Claims[n.Group]
-		if g == nil || c == nil || c.Created.Before(p.Created) || g.Decided.IsZero() || n.Registered.IsZero() {
+		// Whether the claim came before the pod is the apiserver's word (creation timestamps, to
+		// the second), not the order the bench's watches delivered them in: a loaded apiserver
+		// can deliver a pod's creation after the claim made for it.
+		if g == nil || c == nil || c.CreationTimestamp.Before(p.CreationTimestamp) || g.Decided.IsZero() || n.Registered.IsZero() {
 			continue // served by capacity that existed or was on its way before the pod
 		}
 		r.PodsOnNewNode++

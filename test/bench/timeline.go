@@ -36,6 +36,9 @@ type Timeline struct {
 type PodTimes struct {
 	// DeletedAt: when its deletion was first seen (deletion timestamp or watch event).
 	Created, Unschedulable, Bound, Running, DeletedAt time.Time
+	// CreationTimestamp is the apiserver's (one-second resolution): unlike Created it does not
+	// move when a loaded apiserver delivers a watch event late.
+	CreationTimestamp time.Time
 	Node                                              string
 	Deleted                                           bool
 }
@@ -44,6 +47,8 @@ type PodTimes struct {
 // seen: until then Karpenter core's cluster state is not synced.
 type ClaimTimes struct {
 	Created, ProviderID, Launched, Registered, Initialized, Deleting time.Time
+	// CreationTimestamp is the apiserver's, as for PodTimes.
+	CreationTimestamp time.Time
 	Node                                                             string
 	Gone                                                             bool
 }
@@ -141,6 +146,7 @@ func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
 			tl.Pods[o.Name] = p
 		}
 		set(&p.Created, now)
+		p.CreationTimestamp = o.CreationTimestamp.Time
 		for _, c := range o.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 				set(&p.Unschedulable, now)
@@ -170,6 +176,7 @@ func (tl *Timeline) observe(obj client.Object, now time.Time, deleted bool) {
 			}
 		}()
 		set(&c.Created, now)
+		c.CreationTimestamp = o.CreationTimestamp.Time
 		if o.Status.ProviderID != "" {
 			set(&c.ProviderID, now)
 		}
