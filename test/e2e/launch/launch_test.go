@@ -37,9 +37,9 @@ func TestLaunchReturnsOnTheDecision(t *testing.T) {
 	Expect(g.Status.Phase).To(Equal(ngv1.PhaseCreating), "the pod runs while its group is still Creating")
 	Expect(pods[0].Spec.NodeName).To(Equal(ngv1.NodeName(g.Name, 0)))
 
-	claims, err := env.NodeClaims(s.Ctx, pool.Name)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(claims).To(HaveLen(1))
+	// Core marks the claim Registered and Initialized shortly after the node lets the pod in:
+	// wait for it rather than race it.
+	claims := s.WaitInitializedClaims(pool.Name, 1)
 	launched := claims[0].StatusConditions().Get(karpv1.ConditionTypeLaunched)
 	Expect(launched.IsTrue()).To(BeTrue())
 	// Timestamps have a one-second resolution; the decision comes 1 s after creation here.
