@@ -39,8 +39,8 @@ type PodTimes struct {
 	// CreationTimestamp is the apiserver's (one-second resolution): unlike Created it does not
 	// move when a loaded apiserver delivers a watch event late.
 	CreationTimestamp time.Time
-	Node                                              string
-	Deleted                                           bool
+	Node              string
+	Deleted           bool
 }
 
 // ClaimTimes are the steps of one NodeClaim. ProviderID is when its provider ID was first
@@ -49,8 +49,8 @@ type ClaimTimes struct {
 	Created, ProviderID, Launched, Registered, Initialized, Deleting time.Time
 	// CreationTimestamp is the apiserver's, as for PodTimes.
 	CreationTimestamp time.Time
-	Node                                                             string
-	Gone                                                             bool
+	Node              string
+	Gone              bool
 }
 
 // GroupTimes are the steps of one NodeGroup. Decided is the operator's first status write
