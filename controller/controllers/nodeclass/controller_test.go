@@ -116,8 +116,17 @@ func TestCleverNodeClassWithAnOwnedLabelFromBeforeTheRuleIsNotReady(t *testing.T
 	}).WithTimeout(testenv.Wait).Should(Succeed())
 
 	restore(g) // the fix below must pass the real rule
-	delete(class.Spec.Labels, "topology.kubernetes.io/zone")
-	g.Expect(env.Client.Update(ctx, class)).To(Succeed())
+	// The controller writes status concurrently, so the fix is applied to a fresh read until it
+	// lands; a refusal other than a conflict fails at once.
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(class), class)).To(Succeed())
+		delete(class.Spec.Labels, "topology.kubernetes.io/zone")
+		err := env.Client.Update(ctx, class)
+		if err != nil && !apierrors.IsConflict(err) {
+			StopTrying("the fix was refused").Wrap(err).Now()
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+	}).WithTimeout(testenv.Wait).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(class), class)).To(Succeed())
 		g.Expect(class.StatusConditions().Get(v1alpha1.ConditionValidationSucceeded).IsTrue()).To(BeTrue())
@@ -140,16 +149,27 @@ func withoutOwnedKeyRule(g Gomega, c client.Client) func(Gomega) {
 	ctx := context.Background()
 	key := client.ObjectKey{Name: "clevernodeclasses." + v1alpha1.Group}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	g.Expect(c.Get(ctx, key, crd)).To(Succeed())
-	original := crd.Spec.DeepCopy()
-	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
-	field := spec.Properties["labels"]
-	n := len(field.XValidations)
-	field.XValidations = slices.DeleteFunc(field.XValidations, func(v apiextensionsv1.ValidationRule) bool { return v.Rule == labels.CELRule() })
-	g.Expect(field.XValidations).To(HaveLen(n-1), "the served CRD carries the owned-key rule")
-	spec.Properties["labels"] = field
-	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
-	g.Expect(c.Update(ctx, crd)).To(Succeed())
+	var original *apiextensionsv1.CustomResourceDefinitionSpec
+	// The apiextensions controllers write the CRD's status, so the edit goes to a fresh read
+	// until it lands.
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, key, crd)).To(Succeed())
+		original = crd.Spec.DeepCopy()
+		spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		field := spec.Properties["labels"]
+		n := len(field.XValidations)
+		field.XValidations = slices.DeleteFunc(field.XValidations, func(v apiextensionsv1.ValidationRule) bool { return v.Rule == labels.CELRule() })
+		if len(field.XValidations) != n-1 {
+			StopTrying("the served CRD does not carry the owned-key rule").Now()
+		}
+		spec.Properties["labels"] = field
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		err := c.Update(ctx, crd)
+		if err != nil && !apierrors.IsConflict(err) {
+			StopTrying("the relaxed CRD was refused").Wrap(err).Now()
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+	}).WithTimeout(testenv.Wait).Should(Succeed())
 
 	restored := false
 	return func(g Gomega) {
