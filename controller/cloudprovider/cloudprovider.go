@@ -68,6 +68,10 @@ func New(kube client.Client, groups *nodegroup.Client, cat *catalog.Catalog, ove
 	}
 }
 
+// ConditionReasonAwaitingQuotaVerdict is the reason of a claim's Launched=Unknown condition
+// while its launch waits behind a quota probe the platform has not judged yet.
+const ConditionReasonAwaitingQuotaVerdict = "AwaitingQuotaVerdict"
+
 // admit reserves the launch's size in the quota tracker. Launches within the sure limit are
 // admitted together, so a burst runs in parallel without overcommitting the quota; a probe
 // beyond it flies alone, and a launch that finds one in flight waits for its verdict (about a
@@ -88,7 +92,11 @@ func (c *CloudProvider) admit(ctx context.Context, group, flavor string) error {
 		select {
 		case <-changed:
 		case <-deadline.C():
-			return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("flavor %s (%s): a quota probe was still awaiting its verdict after %s", flavor, size, c.acceptanceTimeout))
+			// Not insufficient capacity: that would delete the claim, and its replacement would
+			// queue behind the same probe. Core keeps a claim whose Create fails otherwise,
+			// marks it Launched=Unknown with this reason, and retries with backoff.
+			msg := fmt.Sprintf("flavor %s (%s): a quota probe was still awaiting its verdict after %s; retrying", flavor, size, c.acceptanceTimeout)
+			return cloudprovider.NewCreateError(errors.New(msg), ConditionReasonAwaitingQuotaVerdict, msg)
 		case <-ctx.Done():
 			return fmt.Errorf("waiting to launch flavor %s: %w", flavor, ctx.Err())
 		}

@@ -2,6 +2,7 @@ package cloudprovider_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -356,6 +357,44 @@ func TestFlavorsBeyondTheQuotaHeadroomAreUnavailableAndNeverLaunched(t *testing.
 	group := awaitGroup(g, first.Name)
 	verdict(g, group, ngv1.PhaseSynced, accepted())
 	g.Eventually(firstDone).WithTimeout(10 * time.Second).Should(Receive(HaveField("Err", BeNil())))
+}
+
+// A launch that finds a quota probe in flight waits for its verdict. When the wait outlasts
+// the acceptance timeout, Create fails in a way core retries with the claim kept: insufficient
+// capacity would delete the claim, and its replacement would queue behind the same probe.
+func TestALaunchBehindAnUnjudgedProbeIsRetriedNotDeleted(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	// Everything the tracker knows to fit is in use: the next launch is a probe.
+	proven := quota.Usage{CPU: 40, GB: 40}
+	f.quota.Record(quota.Observation{Usage: proven, Proven: proven, Groups: map[string]quota.Group{}})
+	only2XS := karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"2XS"}}
+	probe, behind := f.newClaim(g, "1", "1Gi", only2XS), f.newClaim(g, "1", "1Gi", only2XS)
+	probeDone := f.create(probe)
+	awaitGroup(g, probe.Name)
+	g.Expect(f.quota.ProbesInFlight()).To(Equal(1))
+
+	behindDone := f.create(behind)
+	// The probe's own wait runs on the real clock; the fake clock's only timer is the admission
+	// deadline of the launch behind it.
+	g.Eventually(f.clock.HasWaiters).WithTimeout(10 * time.Second).Should(BeTrue())
+	f.clock.Step(time.Minute)
+	var r result
+	g.Eventually(behindDone).WithTimeout(10 * time.Second).Should(Receive(&r))
+	g.Expect(cloudprovider.IsInsufficientCapacityError(r.Err)).To(BeFalse(), "got %v", r.Err)
+	var createErr *cloudprovider.CreateError
+	g.Expect(errors.As(r.Err, &createErr)).To(BeTrue(), "got %v", r.Err)
+	g.Expect(createErr.ConditionReason).To(Equal(provider.ConditionReasonAwaitingQuotaVerdict))
+	g.Expect(createErr.ConditionMessage).To(ContainSubstring("2XS"))
+	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Name: behind.Name}, &ngv1.NodeGroup{}))).
+		To(BeTrue(), "nothing is sent beside a probe")
+
+	// The platform accepts the probe; core's retry of the same claim is admitted and launched.
+	verdict(g, awaitGroup(g, probe.Name), ngv1.PhaseSynced, accepted())
+	g.Eventually(probeDone).WithTimeout(10 * time.Second).Should(Receive(HaveField("Err", BeNil())))
+	retried := f.create(behind)
+	verdict(g, awaitGroup(g, behind.Name), ngv1.PhaseSynced, accepted())
+	g.Eventually(retried).WithTimeout(10 * time.Second).Should(Receive(HaveField("Err", BeNil())))
 }
 
 func TestAQuotaRejectionTeachesTheLimit(t *testing.T) {
