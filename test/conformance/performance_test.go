@@ -66,9 +66,9 @@ func TestMaxUtilisation(t *testing.T) {
 	}
 }
 
-// TestOverridesAreBounded: every override moves a threshold that the platform puts out of
-// reach (the default is above the computed bound) to a value below that bound.
-func TestOverridesAreBounded(t *testing.T) {
+// TestOverridesAreScaledBounds: every override moves a threshold that the platform puts out of
+// reach (the default is above the computed bound), to the default scaled by that bound.
+func TestOverridesAreScaledBounds(t *testing.T) {
 	for _, o := range Overrides {
 		var p *Phase
 		for i := range Phases {
@@ -99,11 +99,11 @@ func TestOverridesAreBounded(t *testing.T) {
 		if def.Default <= bound {
 			t.Errorf("override %s/%s: the default %.3f is reachable (bound %.3f): no platform fact forces it", o.Key, o.Metric, def.Default, bound)
 		}
-		if o.Value > bound*utilSlack+1e-9 {
-			t.Errorf("override %s/%s = %.3f is above %.2f × the bound %.3f", o.Key, o.Metric, o.Value, utilSlack, bound)
+		if want := ScaledThreshold(def.Default, bound); math.Abs(o.Value-want) > 1e-9 {
+			t.Errorf("override %s/%s = %.2f, want the default %.2f × the bound %.4f = %.2f", o.Key, o.Metric, o.Value, def.Default, bound, want)
 		}
-		if o.Value < bound*utilSlack-0.03 {
-			t.Errorf("override %s/%s = %.3f is looser than %.2f × the bound %.3f needs", o.Key, o.Metric, o.Value, utilSlack, bound)
+		if !strings.HasPrefix(o.Reason, fmt.Sprintf("%.2f × bound %.3f", def.Default, bound)) {
+			t.Errorf("override %s/%s: the reason %q does not start with the default and the bound (%.2f × bound %.3f)", o.Key, o.Metric, o.Reason, def.Default, bound)
 		}
 		t.Logf("%s %s: default %.2f, bound %.4f (memory %.4f), override %.2f", o.Key, o.Metric, def.Default, b.CPU, b.Memory, o.Value)
 	}
