@@ -260,14 +260,7 @@ func (r *PerformanceReport) Markdown() string {
 		specs := append([]Spec{}, s.Specs...)
 		sort.SliceStable(specs, func(i, j int) bool { return specs[i].Text < specs[j].Text })
 		for _, sp := range specs {
-			note := ""
-			switch {
-			case sp.Failure != "":
-				note = oneLine(sp.Failure)
-			case sp.Reason != "":
-				note = fmt.Sprintf("*%s*: %s", sp.Category, oneLine(sp.Reason))
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(sp.Text), sp.State, time.Duration(sp.Seconds*float64(time.Second)).Round(time.Second), cell(note))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(sp.Text), sp.State, time.Duration(sp.Seconds*float64(time.Second)).Round(time.Second), cell(sp.Note()))
 		}
 		for _, p := range s.Problems {
 			fmt.Fprintf(&b, "\n> %s\n", oneLine(p))

@@ -194,14 +194,7 @@ func (r *Report) Markdown() string {
 		specs := append([]Spec{}, s.Specs...)
 		sort.SliceStable(specs, func(i, j int) bool { return specs[i].Text < specs[j].Text })
 		for _, sp := range specs {
-			note := ""
-			switch {
-			case sp.Failure != "":
-				note = oneLine(sp.Failure)
-			case sp.Reason != "":
-				note = fmt.Sprintf("*%s*: %s", sp.Category, oneLine(sp.Reason))
-			}
-			fmt.Fprintf(&b, "| %s | %s | %.1f | %s |\n", cell(sp.Text), sp.State, sp.Seconds, cell(note))
+			fmt.Fprintf(&b, "| %s | %s | %.1f | %s |\n", cell(sp.Text), sp.State, sp.Seconds, cell(sp.Note()))
 		}
 	}
 	return b.String()
@@ -213,6 +206,17 @@ func firstLines(s string, n int) string {
 		lines = append(lines[:n], "…")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Note is what a report says beside a spec: its failure, or why it was skipped.
+func (sp Spec) Note() string {
+	switch {
+	case sp.Failure != "":
+		return oneLine(sp.Failure)
+	case sp.Reason != "":
+		return fmt.Sprintf("*%s*: %s", sp.Category, oneLine(sp.Reason))
+	}
+	return ""
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
