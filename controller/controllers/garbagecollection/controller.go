@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/awslabs/operatorpkg/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -127,12 +128,18 @@ func (c *Controller) kickIfNeedsReport(obj any) {
 
 // kickIfAwaitingRegistration kicks for a claim that fastFail could act on: the group may have
 // vanished before the claim was marked launched, when a group deletion alone found nothing.
+//
+// obj is the informer's shared object, which every controller's handlers and predicates read
+// at once: it is only read here. A plain StatusConditions() fills in a new claim's missing
+// conditions in place, and did so while core's reboot predicate read the same slice; the
+// controller crashed with a nil dereference in ConditionSet.Get.
 func (c *Controller) kickIfAwaitingRegistration(obj any) {
 	nc, ok := obj.(*karpv1.NodeClaim)
 	if !ok || !nc.DeletionTimestamp.IsZero() {
 		return
 	}
-	if nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() && !nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
+	conds := nc.StatusConditions(status.WithObservedOnly())
+	if conds.Get(karpv1.ConditionTypeLaunched).IsTrue() && !conds.Get(karpv1.ConditionTypeRegistered).IsTrue() {
 		c.kick()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/awslabs/operatorpkg/status"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,4 +162,22 @@ func TestAHandCopiedGroupUnderAnotherNameSurvivesItsClaim(t *testing.T) {
 		g.Expect(collector.Collect(ctx)).To(Succeed())
 		return garbagecollection.Refused(nodegroup.ReasonNotNamedForItsClaim)
 	}).WithTimeout(testenv.Wait).Should(Equal(refused - 1))
+}
+
+// The claim handler is given the informer's shared object, which core's predicates read at the
+// same moment: it reads it and never writes to it. Filling in a new claim's missing conditions
+// in place raced core's reboot predicate and crashed the controller under load.
+func TestTheClaimHandlerOnlyReadsTheSharedClaim(t *testing.T) {
+	g := NewWithT(t)
+	c := garbagecollection.New(nil, nil, nil, clocktesting.NewFakeClock(time.Now()), time.Minute)
+	fresh := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}}
+	awaiting := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "awaiting"}}
+	awaiting.Status.Conditions = []status.Condition{{Type: karpv1.ConditionTypeLaunched, Status: metav1.ConditionTrue}}
+
+	for nc, kicks := range map[*karpv1.NodeClaim]bool{fresh: false, awaiting: true} {
+		before := nc.DeepCopy()
+		c.KickIfAwaitingRegistration(nc)
+		g.Expect(nc).To(Equal(before), "%s: the handler changed the shared object", nc.Name)
+		g.Expect(c.Kicked()).To(Equal(kicks), "%s: a launched, unregistered claim kicks a pass; a new one does not", nc.Name)
+	}
 }

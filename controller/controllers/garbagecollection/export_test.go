@@ -22,3 +22,16 @@ func Refused(reason string) float64 {
 	}
 	return m.GetGauge().GetValue()
 }
+
+// KickIfAwaitingRegistration is the claim informer's handler.
+func (c *Controller) KickIfAwaitingRegistration(obj any) { c.kickIfAwaitingRegistration(obj) }
+
+// Kicked reports, and takes, a pending kick.
+func (c *Controller) Kicked() bool {
+	select {
+	case <-c.kicks:
+		return true
+	default:
+		return false
+	}
+}
