@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
@@ -155,6 +156,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		patch := client.MergeFromWithOptions(class.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(class, v1alpha1.TerminationFinalizer)
 		if err := c.kube.Patch(ctx, class, patch); err != nil {
+			if apierrors.IsConflict(err) {
+				// The finalizer patches carry the cached resourceVersion: a conflict only says the
+				// cache is behind the apiserver, not that anything failed; retry on the newer copy.
+				return reconcile.Result{Requeue: true}, nil
+			}
 			return reconcile.Result{}, fmt.Errorf("adding finalizer to CleverNodeClass %q: %w", class.Name, err)
 		}
 	}
@@ -308,6 +314,9 @@ func (c *Controller) finalize(ctx context.Context, class *v1alpha1.CleverNodeCla
 	patch := client.MergeFromWithOptions(class.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(class, v1alpha1.TerminationFinalizer)
 	if err := c.kube.Patch(ctx, class, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{Requeue: true}, nil // the cache was behind, as above
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer from CleverNodeClass %q: %w", class.Name, err))
 	}
 	return reconcile.Result{}, nil
