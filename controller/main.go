@@ -72,6 +72,7 @@ func main() {
 
 	tracker := quota.NewTracker(op.Clock, quota.Limit{CPU: int64(cfg.Quota.CPU), GB: int64(cfg.Quota.Memory)})
 	provider := cloudprovider.New(op.GetClient(), groups, cat, op.InstanceTypeStore, tracker, op.EventRecorder, op.Clock, cfg.AcceptanceTimeout.Duration)
+	provider.SetBatchIdleDuration(cfg.BatchIdleDuration.Duration)
 	undecorated := metrics.Decorate(provider)
 	cloudProvider := overlay.Decorate(undecorated, op.GetClient(), op.InstanceTypeStore)
 	repairPolicies := lo.Must(health.NewRepairPolicyMatcher(ctx, cloudProvider))

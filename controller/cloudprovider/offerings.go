@@ -83,7 +83,11 @@ func unavailableFlavors(its []*cloudprovider.InstanceType, names []string) []*cl
 
 // steeringTTL is how long one look at the pending pods serves GetInstanceTypes, which
 // Karpenter calls on every scheduling pass and for every NodePool (and many times more while
-// it simulates consolidation). A look that found no pending pod serves only
+// it simulates consolidation), at most. A scheduling pass starts once no new pending pod came
+// for core's batch idle duration, so a look younger than that saw every pod of the pass:
+// SetBatchIdleDuration keeps the time-to-live under it. A look older than the last pod's
+// arrival steered twelve pods by three of them, and an M took the quota's memory with two
+// pods left that no flavor could then hold. A look that found no pending pod serves only
 // steeringIdleTTL: pods the scheduler has just marked unschedulable must not be missed by the
 // scheduling pass they start.
 const steeringTTL = 2 * time.Second
@@ -92,7 +96,9 @@ const steeringIdleTTL = 200 * time.Millisecond
 
 // steering caches the pending pods' requests and the steering decided from them.
 type steering struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// ttl is how long a look with pending pods serves; steeringTTL when zero.
+	ttl      time.Duration
 	at       time.Time
 	pending  []quota.Demand
 	overhead quota.Demand
@@ -127,8 +133,11 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ttl := steeringTTL
+	if s.ttl > 0 {
+		ttl = s.ttl
+	}
 	if len(s.pending) == 0 {
-		ttl = steeringIdleTTL
+		ttl = min(ttl, steeringIdleTTL)
 	}
 	if s.decided == nil || c.clock.Since(s.at) >= ttl {
 		pending, overhead, err := pendingDemand(ctx, c.kube)
@@ -167,6 +176,15 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 	}
 	s.decided[pool.Name] = steered{headroom: headroom, provisional: provisional, flavors: out}
 	return out, headroom
+}
+
+// SetBatchIdleDuration keeps a look at the pending pods younger than core's batch idle
+// duration (BATCH_IDLE_DURATION), so a scheduling pass is steered by every pod it places: half
+// of it, at most steeringTTL.
+func (c *CloudProvider) SetBatchIdleDuration(idle time.Duration) {
+	c.steering.mu.Lock()
+	defer c.steering.mu.Unlock()
+	c.steering.ttl = min(steeringTTL, max(idle/2, time.Millisecond))
 }
 
 func hasMinValues(pool *karpv1.NodePool) bool {

@@ -77,10 +77,14 @@ func TestARefusalWithoutMessageInfersTheLimit(t *testing.T) {
 // pendingPods creates n pods the scheduler marked unschedulable, as Karpenter sees them, and
 // deletes them when the test ends (every test of the package shares the apiserver).
 func pendingPods(t *testing.T, g Gomega, n int, cpu, memory string) {
+	pendingPodsNamed(t, g, "pending", n, cpu, memory)
+}
+
+func pendingPodsNamed(t *testing.T, g Gomega, prefix string, n int, cpu, memory string) {
 	ctx := context.Background()
 	for i := range n {
 		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pending-%d", i), Namespace: "default"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i), Namespace: "default"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app", Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)},
 			}}}},
@@ -91,6 +95,30 @@ func pendingPods(t *testing.T, g Gomega, n int, cpu, memory string) {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
 		g.Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
 	}
+}
+
+// Core starts a scheduling pass once no new pending pod came for its batch idle duration: a
+// look at the pending pods older than that may miss the last of them. Three pods fit an M;
+// with nine more, an M would hold ten of the twelve and strand two, so it is steered away
+// once the look is half the idle duration old, not steeringTTL.
+func TestTheSteeringSeesEveryPodOfTheSchedulingPass(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	f.provider.SetBatchIdleDuration(time.Second)
+	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "batched"}}
+	f.quota.Record(controlPlane)
+	f.quota.Learn("CPU", 40)
+	f.quota.Learn("RAM", 40)
+
+	pendingPodsNamed(t, g, "first", 3, "1", "1Gi")
+	g.Expect(quotaOffered(g, f, pool)["M"]).To(BeTrue(), "an M holds the three")
+	pendingPodsNamed(t, g, "more", 9, "1", "1Gi")
+	f.clock.Step(400 * time.Millisecond)
+	g.Expect(quotaOffered(g, f, pool)["M"]).To(BeTrue(), "within half the idle duration, one look serves")
+	f.clock.Step(200 * time.Millisecond)
+	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": false, "M": false, "L": false, "XL": false}),
+		"half the idle duration later, the twelve are seen")
+	g.Expect(provider.SteeringTTL).To(BeNumerically(">", 600*time.Millisecond), "the default look would still serve")
 }
 
 // With the quota binding, the flavors that hold the most of the pending pods in the

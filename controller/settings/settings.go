@@ -41,6 +41,8 @@ type Settings struct {
 	// BatchMaxDuration is the longest pod batching window before provisioning.
 	BatchMaxDuration Duration `json:"batchMaxDuration" env:"BATCH_MAX_DURATION" default:"10s"`
 	// BatchIdleDuration ends a batching window when no new pending pod arrived for that long.
+	// The quota steering looks at the pending pods at least twice per this duration, so a
+	// scheduling pass is steered by every pod it places.
 	BatchIdleDuration Duration `json:"batchIdleDuration" env:"BATCH_IDLE_DURATION" default:"1s"`
 	// FeatureGates are Karpenter's feature gates, as Name=bool pairs separated by commas.
 	// Gates left out keep Karpenter's defaults.
