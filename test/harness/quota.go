@@ -14,6 +14,11 @@ func PlatformQuirks(o *operator.Options) {
 	o.QuotaBatchWindow, o.LeakedReservationTTL = live.QuotaBatchWindow, live.LeakedReservationTTL
 }
 
+// ProbeWaitRetried is the controller error line, for AllowErrors, of a launch that waited
+// behind a quota probe for the acceptance timeout: core logs the Create error and retries the
+// same claim (cloudprovider.ConditionReasonAwaitingQuotaVerdict).
+const ProbeWaitRetried = `Reconciler error.*quota probe was still awaiting its verdict after .*; retrying`
+
 // FreshController restarts the controller with overrides, and again with none when the test
 // ends (before the scenario's cleanup): what it proves and remembers of the quota lives in
 // its memory, so each scenario starts from one that knows nothing and leaves the next one

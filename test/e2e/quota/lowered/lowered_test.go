@@ -26,7 +26,7 @@ const roundSpread = 30 * time.Second
 // refusal at most, the probe that found the limit, and never while a leak was suspected.
 func TestQuotaBelowTheDefaultIsRefusedBoundedly(t *testing.T) {
 	s := harness.NewScenario(t, env)
-	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom)`, `Reconciler error.*quota probe was still awaiting its verdict after .*; retrying`,
+	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom)`, harness.ProbeWaitRetried,
 		`could not schedule pod`)
 	env.Cluster.Operator().Configure(func(o *operator.Options) {
 		harness.PlatformQuirks(o)

@@ -18,7 +18,7 @@ import (
 // XL is refused, and it is never sent again.
 func TestProbeNeverFliesBesideFittingLaunches(t *testing.T) {
 	s := harness.NewScenario(t, env)
-	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom|no available flavor)`, `Reconciler error.*quota probe was still awaiting its verdict after .*; retrying`,
+	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom|no available flavor)`, harness.ProbeWaitRetried,
 		`could not schedule pod`)
 	env.Cluster.Operator().Configure(harness.PlatformQuirks)
 	s.FreshController(nil)

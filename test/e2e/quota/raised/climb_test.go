@@ -20,7 +20,7 @@ func TestRaisedQuotaIsClimbedWithoutRefusals(t *testing.T) {
 	s := harness.NewScenario(t, env)
 	// Karpenter retries the launches the tracker holds back: beyond the sure limit while a
 	// probe is in flight, for longer than the acceptance timeout.
-	s.AllowErrors(`failed launching nodeclaim.*(headroom)`, `Reconciler error.*quota probe was still awaiting its verdict after .*; retrying`, `could not schedule pod`)
+	s.AllowErrors(`failed launching nodeclaim.*headroom`, harness.ProbeWaitRetried, `could not schedule pod`)
 	// Probes fly one at a time, so the claims beyond the one in flight wait in Create without a
 	// provider ID; when the verdicts come slowly (a loaded machine), core reports its cluster
 	// state unsynced after 30 s. The climb's duration is logged below.

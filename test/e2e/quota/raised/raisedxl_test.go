@@ -19,7 +19,7 @@ import (
 // has expired, smaller flavors still launch, as probes, and their pods run.
 func TestRaisedQuotaStillTakesSmallerFlavorsAfterARefusedXL(t *testing.T) {
 	s := harness.NewScenario(t, env)
-	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom|no available flavor)`, `Reconciler error.*quota probe was still awaiting its verdict after .*; retrying`,
+	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom|no available flavor)`, harness.ProbeWaitRetried,
 		`could not schedule pod`)
 	env.Cluster.Operator().Configure(func(o *operator.Options) {
 		harness.PlatformQuirks(o)
