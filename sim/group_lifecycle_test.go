@@ -257,7 +257,12 @@ func TestTornDownNodeStaysDown(t *testing.T) {
 		case ready.Status == corev1.ConditionUnknown && ready.Reason == "NodeStatusUnknown":
 			return nil
 		}
-		return fmt.Errorf("Ready %s (%s) %s after the teardown, want Unknown", ready.Status, ready.Reason, time.Since(tornDown).Round(time.Second))
+		// The grace period runs from the last renewal the lifecycle controller saw: say when it was.
+		renewal := "no Lease renewal readable"
+		if renewed, err := leaseRenewal(ctx, "torn-node0"); err == nil {
+			renewal = fmt.Sprintf("Lease last renewed %s after the teardown", renewed.Sub(tornDown).Round(100*time.Millisecond))
+		}
+		return fmt.Errorf("Ready %s (%s) %s after the teardown, want Unknown; %s", ready.Status, ready.Reason, time.Since(tornDown).Round(time.Second), renewal)
 	})
 	if len(readyAgain) > 0 {
 		t.Errorf("the torn-down node was Ready again: %v", readyAgain)

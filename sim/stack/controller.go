@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -227,8 +226,8 @@ func (c *Controller) Kill() error {
 	return nil
 }
 
-// Stop sends SIGTERM, and SIGKILL after 30 s; a controller that died on its own, or did not
-// exit 0 on SIGTERM, is an error.
+// Stop sends SIGTERM, and SIGQUIT (a goroutine dump, then exit) after 30 s; a controller that
+// died on its own, or did not exit 0 on SIGTERM, is an error.
 func (c *Controller) Stop() error {
 	var err error
 	c.stopOnce.Do(func() {
@@ -248,9 +247,16 @@ func (c *Controller) Stop() error {
 					err = fmt.Errorf("controller did not stop cleanly on SIGTERM: %v; log tail:\n%s", c.waitErr, c.Tail(30))
 				}
 			case <-time.After(30 * time.Second):
-				_ = c.cmd.Process.Signal(syscall.SIGKILL)
-				<-c.done
-				err = errors.New("controller did not stop within 30s of SIGTERM")
+				// SIGQUIT makes the Go runtime write every goroutine's stack to the log before
+				// exiting: what the stop was blocked on is the one thing worth keeping.
+				_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+				select {
+				case <-c.done:
+				case <-time.After(10 * time.Second):
+					_ = c.cmd.Process.Signal(syscall.SIGKILL)
+					<-c.done
+				}
+				err = fmt.Errorf("controller did not stop within 30s of SIGTERM; its goroutines are dumped at the end of %s", c.LogPath)
 			}
 		}
 		_ = c.logFile.Close()
