@@ -244,3 +244,34 @@ func TestALaunchThatNeverSyncsIsSurfacedAsOverdue(t *testing.T) {
 	g.Eventually(func() float64 { return value(launch.LaunchesOverdue) }).WithTimeout(wait).Should(Equal(0.0))
 	g.Expect(follower.Overdue()).To(Equal(0))
 }
+
+// A launch ends when its node registered on a built group. Core writes the claim again on
+// every pod event of its node: at hundreds of nodes those writes reached the apiserver as
+// uncached reads, one per write. An ended launch is not read again, whatever changes.
+func TestAnEndedLaunchIsNotReadAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	claim, group := newLaunch(t, g, "S", ngv1.PhaseCreating, creating())
+	g.Eventually(func() int64 { return readsOf(claim.Name) }).WithTimeout(wait).ShouldNot(BeZero(), "the follower reads a launch it follows")
+
+	setClaimCondition(g, claim.DeepCopy(), karpv1.ConditionTypeRegistered)
+	setStatus(g, group, ngv1.PhaseSynced, synced())
+	g.Eventually(func() bool { return follower.Ended(claim.UID) }).WithTimeout(wait).Should(BeTrue())
+
+	before := readsOf(claim.Name)
+	for i := range 5 {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+		claim.Status.LastPodEventTime = metav1.NewTime(time.Now().Add(time.Duration(i) * time.Second))
+		g.Expect(env.Client.Status().Update(ctx, claim)).To(Succeed())
+	}
+	setStatus(g, group, ngv1.PhaseSynced, synced(), failed(ngv1.ReasonUpstreamError, "a resize failed"))
+	// A launch that has not ended, changed after them, is read: the writes above were seen.
+	other, _ := newLaunch(t, g, "S", ngv1.PhaseCreating, creating())
+	g.Eventually(func() int64 { return readsOf(other.Name) }).WithTimeout(wait).ShouldNot(BeZero())
+	g.Consistently(func() int64 { return readsOf(claim.Name) }).WithTimeout(time.Second).Should(Equal(before),
+		"reads of an ended launch's claim")
+
+	// Deleted, its UID is forgotten.
+	g.Expect(env.Client.Delete(ctx, claim)).To(Succeed())
+	g.Eventually(func() bool { return follower.Ended(claim.UID) }).WithTimeout(wait).Should(BeFalse())
+}

@@ -1,5 +1,7 @@
 package launch
 
+import "k8s.io/apimachinery/pkg/types"
+
 // The launch follower's metrics, for the tests to read.
 var (
 	LateRefusals      = lateRefusals
@@ -20,3 +22,6 @@ func (c *Controller) Overdue() int {
 	defer c.mu.Unlock()
 	return c.overdueLocked()
 }
+
+// Ended says the follower considers the launch of the claim with this UID ended.
+func (c *Controller) Ended(uid types.UID) bool { return c.ended(uid) }

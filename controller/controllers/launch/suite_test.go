@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,10 +165,20 @@ func (h *readHolds) wait(ctx context.Context, name string) {
 	}
 }
 
+// claimReads counts the follower's uncached reads of each NodeClaim, by name.
+var claimReads sync.Map
+
+func readsOf(name string) int64 {
+	n, _ := claimReads.LoadOrStore(name, new(atomic.Int64))
+	return n.(*atomic.Int64).Load()
+}
+
 type hookedReader struct{ client.Reader }
 
 func (r *hookedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if _, isClaim := obj.(*karpv1.NodeClaim); isClaim {
+		n, _ := claimReads.LoadOrStore(key.Name, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
 		holds.wait(ctx, key.Name)
 	}
 	err := r.Reader.Get(ctx, key, obj, opts...)
