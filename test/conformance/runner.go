@@ -85,7 +85,10 @@ type Config struct {
 	Parallel bool
 	// Timeout bounds each suite binary (ginkgo's --ginkgo.timeout); 4h by default.
 	Timeout time.Duration
-	Logf    func(format string, args ...any)
+	// Audit writes each cluster's apiserver audit log (who made which request) to its folder,
+	// to find what loads the apiserver at scale.
+	Audit bool
+	Logf  func(format string, args ...any)
 
 	// controller is the controller binary every cluster runs; the working tree's when empty.
 	controller string
@@ -201,6 +204,9 @@ func onCluster(ctx context.Context, cfg Config, dir, binDir string, suites []str
 		return nil, err
 	}
 	so := SimOptions()
+	if cfg.Audit {
+		so.Audit, so.Dir, so.KeepDir = true, filepath.Join(dir, "cluster"), true
+	}
 	ctrlEnv := map[string]string{"FEATURE_GATES": FeatureGates}
 	if slices.Contains(suites, PerformanceSuite) {
 		maps.Copy(ctrlEnv, PerformanceEnv)

@@ -32,6 +32,7 @@ func main() {
 	focus := flag.String("focus", "", "only the specs matching this ginkgo focus regexp (the report is then not written to -out unless -out is given)")
 	parallel := flag.Bool("parallel", os.Getenv("CONFORMANCE_PARALLEL") == "1", "run each suite on a cluster of its own, at the same time (CONFORMANCE_PARALLEL=1)")
 	performance := flag.Bool("performance", false, "run core's performance suite alone (make performance) and write performance.{md,json}")
+	audit := flag.Bool("audit", false, "write each cluster's apiserver audit log (who made which request) to its work folder")
 	longTimers := flag.Bool("long-timers", false, "only the specs that wait on core's long timers, in CONFORMANCE_FULL=1 mode; writes full.{md,json} beside a report of the others")
 	flag.Parse()
 	logf.SetLogger(logr.Discard())
@@ -57,7 +58,7 @@ func main() {
 		list = []string{conformance.PerformanceSuite}
 	}
 	rep, err := conformance.Run(ctx, conformance.Config{
-		Suites: list, Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Parallel: *parallel, Logf: say,
+		Suites: list, Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Parallel: *parallel, Audit: *audit, Logf: say,
 	})
 	if *performance {
 		finishPerformance(rep, err, *out, dir, say)
