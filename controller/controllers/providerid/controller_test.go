@@ -2,6 +2,7 @@ package providerid_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,7 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/karpenter/pkg/events"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
@@ -111,4 +115,48 @@ func TestProviderIDNeedsProofOfOwnership(t *testing.T) {
 	orphanNode := env.NewNode(g, ngv1.NodeName(orphan.Name, 0), orphan.Name, "S", nil)
 	notStamped(g, &got, orphan.Name, "is gone")
 	g.Expect(providerIDOf(g, orphanNode.Name)()).To(BeEmpty())
+}
+
+// staleNodes reads nodes as a cache that has not seen their provider ID yet, and counts the
+// node patches sent through it.
+type staleNodes struct {
+	client.Client
+	patches atomic.Int32
+}
+
+func (s *staleNodes) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := s.Client.Get(ctx, key, obj, opts...)
+	if n, isNode := obj.(*corev1.Node); isNode {
+		n.Spec.ProviderID = ""
+	}
+	return err
+}
+
+func (s *staleNodes) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if _, isNode := obj.(*corev1.Node); isNode {
+		s.patches.Add(1)
+	}
+	return s.Client.Patch(ctx, obj, patch, opts...)
+}
+
+// Under load the cache lags: the group's status moves (each move asks for node0 again) before
+// the cache shows the stamp. A node is stamped once all the same, not once per move.
+func TestANodeIsStampedOnceWhileTheCacheLags(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	class := env.NewClass(g, nil)
+	nc := env.NewClaim(g, class.Name)
+	group := nodegroup.Build(nc, class, "S")
+	g.Expect(env.Client.Create(ctx, group)).To(Succeed())
+	node := env.NewNode(g, ngv1.NodeName(group.Name, 0), group.Name, "S", nil)
+
+	lagging := &staleNodes{Client: env.Client}
+	stamper := providerid.New(lagging, env.Client, events.NewRecorder(record.NewFakeRecorder(10)))
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)}
+	for range 3 {
+		_, err := stamper.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(providerIDOf(g, node.Name)()).To(Equal("clevercloud://" + group.Name))
+	g.Expect(lagging.patches.Load()).To(BeEquivalentTo(1), "patches of the node")
 }
