@@ -50,6 +50,7 @@ func setStatus(g Gomega, group *ngv1.NodeGroup, phase string, conds ...metav1.Co
 	group.Status.Phase = phase
 	group.Status.Conditions = conds
 	g.Expect(env.Client.Status().Update(ctx, group)).To(Succeed())
+	inCache(g, group)
 }
 
 // setClaimCondition sets a condition of the claim as Karpenter core does.
@@ -58,6 +59,7 @@ func setClaimCondition(g Gomega, claim *karpv1.NodeClaim, conditionType string) 
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
 	claim.StatusConditions().SetTrue(conditionType)
 	g.Expect(env.Client.Status().Update(ctx, claim)).To(Succeed())
+	inCache(g, claim)
 }
 
 // newLaunch is what Create leaves behind: a NodeClaim launched (provider ID, Launched) on its
@@ -89,6 +91,8 @@ func newLaunch(t *testing.T, g Gomega, flavor, phase string, conds ...metav1.Con
 	claim.Status.ProviderID = nodegroup.ProviderID(group.Name)
 	claim.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
 	g.Expect(env.Client.Status().Update(ctx, claim)).To(Succeed())
+	inCache(g, claim)
+	inCache(g, group)
 	return claim, group
 }
 
@@ -246,8 +250,8 @@ func TestALaunchThatNeverSyncsIsSurfacedAsOverdue(t *testing.T) {
 }
 
 // A launch ends when its node registered on a built group. Core writes the claim again on
-// every pod event of its node: at hundreds of nodes those writes reached the apiserver as
-// uncached reads, one per write. An ended launch is not read again, whatever changes.
+// every pod event of its node: at hundreds of nodes those writes became a read each. An ended
+// launch is not read again, whatever changes.
 func TestAnEndedLaunchIsNotReadAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()

@@ -42,6 +42,7 @@ func setStatusNodeCount(g Gomega, group *ngv1.NodeGroup, n int32) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(group), group)).To(Succeed())
 	group.Status.NodeCount = n
 	g.Expect(env.Client.Status().Update(ctx, group)).To(Succeed())
+	inCache(g, group)
 }
 
 // joinNode plays a node joining the cluster, as CKE names and labels it (labelled false: a
@@ -187,18 +188,16 @@ func TestAGiveUpNeedsTheOwnershipProof(t *testing.T) {
 			group.Labels[v1alpha1.LabelNodeClaim] = "someone-else"
 			g.Expect(env.Client.Patch(context.Background(), group, patch)).To(Succeed())
 		}},
-		{"the claim registers between the follower's first read and the proof's", func(g Gomega, claim *karpv1.NodeClaim, _ *ngv1.NodeGroup) {
-			// The proof's read finds it registered; its resourceVersion is current, so the
-			// preconditions alone would not stop the delete.
-			hooks.set(claim.Name, func() { setClaimCondition(g, claim.DeepCopy(), karpv1.ConditionTypeRegistered) })
+		{"the claim registers between the follower's cached read and the proof's", func(g Gomega, claim *karpv1.NodeClaim, _ *ngv1.NodeGroup) {
+			// The follower decided on a claim not registered; the proof's uncached read finds
+			// it registered, and its resourceVersion is current, so the preconditions alone
+			// would not stop the delete.
+			cacheHooks.set(claim.Name, func() { setClaimCondition(g, claim.DeepCopy(), karpv1.ConditionTypeRegistered) })
 		}},
 		{"the claim registers between the proof's read and the delete", func(g Gomega, claim *karpv1.NodeClaim, _ *ngv1.NodeGroup) {
-			// The test's Reconcile reads the claim first at its start, then for the ownership
-			// proof: the claim registers right after that second read, so only the delete's
-			// resourceVersion precondition stands in the way.
-			hooks.set(claim.Name, func() {
-				hooks.set(claim.Name, func() { setClaimCondition(g, claim.DeepCopy(), karpv1.ConditionTypeRegistered) })
-			})
+			// The claim registers right after the ownership proof's uncached read, so only the
+			// delete's resourceVersion precondition stands in the way.
+			hooks.set(claim.Name, func() { setClaimCondition(g, claim.DeepCopy(), karpv1.ConditionTypeRegistered) })
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -206,7 +205,7 @@ func TestAGiveUpNeedsTheOwnershipProof(t *testing.T) {
 			ctx := context.Background()
 			freshClock(t)
 			claim, group := newLaunch(t, g, "S", ngv1.PhaseCreating, creating())
-			t.Cleanup(func() { hooks.take(claim.Name) })
+			t.Cleanup(func() { hooks.take(claim.Name); cacheHooks.take(claim.Name) })
 			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(claim)}
 			givenUp := launch.LaunchesGivenUp.WithLabelValues(launch.RuleNoNode, "Launched")
 			before := value(givenUp)

@@ -3,6 +3,7 @@ package launch_test
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,7 +43,10 @@ var (
 	clk      *clocktesting.FakeClock
 	seen     = &eventLog{}
 	hooks    = &readHooks{after: map[string]func(){}}
-	holds    = &readHolds{held: map[string]chan struct{}{}}
+	// cacheHooks run once, right after the cached read of a NodeClaim by a test's own
+	// Reconcile call (own).
+	cacheHooks = &readHooks{after: map[string]func(){}}
+	holds      = &readHolds{held: map[string]chan struct{}{}}
 )
 
 // TestMain runs the launch follower in a real manager against a real apiserver, as main.go
@@ -60,7 +65,8 @@ func TestMain(m *testing.M) {
 		}
 		provider = cloudprovider.New(env.Client, nodegroup.NewClient(env.Client, env.Client, env.Client), cat, nil,
 			quota.NewTracker(clk, quota.Limit{}), recorder, clk, 10*time.Second)
-		follower = launch.New(mgr.GetClient(), &hookedReader{Reader: env.Client}, provider, recorder, clk,
+		cached = mgr.GetClient()
+		follower = launch.New(&countedClient{Client: mgr.GetClient()}, &hookedReader{Reader: env.Client}, provider, recorder, clk,
 			launch.Timings{OverdueAfter: overdueAfter, GiveUpAfter: giveUpAfter, StoppedGiveUpAfter: stoppedGiveUpAfter})
 		return follower.Register(ctx, mgr)
 	}))
@@ -165,7 +171,24 @@ func (h *readHolds) wait(ctx context.Context, name string) {
 	}
 }
 
-// claimReads counts the follower's uncached reads of each NodeClaim, by name.
+// cached is the manager's cache, which the follower reads claims and groups from.
+var cached client.Reader
+
+// inCache waits until the follower's cache has caught up with obj as the test last wrote it, so
+// that a test's own Reconcile call acts on what the test wrote.
+func inCache(g Gomega, obj client.Object) {
+	want, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		current := obj.DeepCopyObject().(client.Object)
+		g.Expect(cached.Get(context.Background(), client.ObjectKeyFromObject(obj), current)).To(Succeed())
+		got, err := strconv.ParseUint(current.GetResourceVersion(), 10, 64)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(BeNumerically(">=", want))
+	}).WithTimeout(wait).Should(Succeed(), "the follower's cache catching up with %s", obj.GetName())
+}
+
+// claimReads counts the follower's reads of each NodeClaim, cached or not, by name.
 var claimReads sync.Map
 
 func readsOf(name string) int64 {
@@ -173,12 +196,32 @@ func readsOf(name string) int64 {
 	return n.(*atomic.Int64).Load()
 }
 
+func countRead(obj client.Object, name string) {
+	if _, isClaim := obj.(*karpv1.NodeClaim); isClaim {
+		n, _ := claimReads.LoadOrStore(name, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+	}
+}
+
+// countedClient is the follower's cached client, its NodeClaim reads counted.
+type countedClient struct{ client.Client }
+
+func (c *countedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	countRead(obj, key.Name)
+	err := c.Client.Get(ctx, key, obj, opts...)
+	if _, isClaim := obj.(*karpv1.NodeClaim); isClaim && err == nil && ctx.Value(ownCall{}) != nil {
+		if fn := cacheHooks.take(key.Name); fn != nil {
+			fn()
+		}
+	}
+	return err
+}
+
 type hookedReader struct{ client.Reader }
 
 func (r *hookedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	countRead(obj, key.Name)
 	if _, isClaim := obj.(*karpv1.NodeClaim); isClaim {
-		n, _ := claimReads.LoadOrStore(key.Name, new(atomic.Int64))
-		n.(*atomic.Int64).Add(1)
 		holds.wait(ctx, key.Name)
 	}
 	err := r.Reader.Get(ctx, key, obj, opts...)
