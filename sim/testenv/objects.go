@@ -14,6 +14,7 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
 // Wait is how long a test waits for a controller to act on what it wrote.
@@ -43,6 +44,16 @@ func (e *Env) NewClaim(g gomega.Gomega, class string) *karpv1.NodeClaim {
 	}
 	g.Expect(e.Client.Create(context.Background(), nc)).To(gomega.Succeed())
 	return nc
+}
+
+// NewOwnedGroup creates a CleverNodeClass, a NodeClaim of it and the NodeGroup the provider
+// builds for that claim, of this flavor.
+func (e *Env) NewOwnedGroup(g gomega.Gomega, flavor string) (*karpv1.NodeClaim, *ngv1.NodeGroup) {
+	class := e.NewClass(g, nil)
+	claim := e.NewClaim(g, class.Name)
+	group := nodegroup.Build(claim, class, flavor)
+	g.Expect(e.Client.Create(context.Background(), group)).To(gomega.Succeed())
+	return claim, group
 }
 
 // NewNode creates a worker node as CKE labels it when it joins a NodeGroup of that flavor,

@@ -118,10 +118,7 @@ func TestLaunchedClaimWhoseGroupVanishedIsFastFailed(t *testing.T) {
 func TestAHandCopiedGroupUnderAnotherNameSurvivesItsClaim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	class := env.NewClass(g, nil)
-	claim := env.NewClaim(g, class.Name)
-	original := nodegroup.Build(claim, class, "S")
-	g.Expect(env.Client.Create(ctx, original)).To(Succeed())
+	claim, original := env.NewOwnedGroup(g, "S")
 	copied := original.DeepCopy()
 	copied.ObjectMeta = metav1.ObjectMeta{
 		Name:        testenv.Name(original.Name + "-copy"),

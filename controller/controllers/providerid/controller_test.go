@@ -144,10 +144,7 @@ func (s *staleNodes) Patch(ctx context.Context, obj client.Object, patch client.
 func TestANodeIsStampedOnceWhileTheCacheLags(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	class := env.NewClass(g, nil)
-	nc := env.NewClaim(g, class.Name)
-	group := nodegroup.Build(nc, class, "S")
-	g.Expect(env.Client.Create(ctx, group)).To(Succeed())
+	_, group := env.NewOwnedGroup(g, "S")
 	node := env.NewNode(g, ngv1.NodeName(group.Name, 0), group.Name, "S", nil)
 
 	lagging := &staleNodes{Client: env.Client}
