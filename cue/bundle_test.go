@@ -22,6 +22,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -179,6 +180,8 @@ func typed(kind string) any {
 		return &policyv1.PodDisruptionBudget{}
 	case "NetworkPolicy":
 		return &networkingv1.NetworkPolicy{}
+	case "FlowSchema":
+		return &flowcontrolv1.FlowSchema{}
 	case "CustomResourceDefinition":
 		return &apiextensionsv1.CustomResourceDefinition{}
 	}
@@ -495,6 +498,21 @@ func TestOptionalObjects(t *testing.T) {
 	}
 	if find(mustRender(t, renderOpts{values: "podDisruptionBudget: {enabled: false}\n"}), "PodDisruptionBudget", "karpenter") != nil {
 		t.Error("PodDisruptionBudget rendered while disabled")
+	}
+	// The FlowSchemas name the controller's ServiceAccount wherever values put it.
+	moved := mustRender(t, renderOpts{values: "serviceAccount: {name: autoscaler}\n", tags: []string{"namespace=autoscaling"}})
+	for _, name := range []string{"karpenter-leader-election", "karpenter-workload"} {
+		var fs flowcontrolv1.FlowSchema
+		if err := strict(find(moved, "FlowSchema", name), &fs); err != nil {
+			t.Fatalf("FlowSchema %s: %v", name, err)
+		}
+		sa := fs.Spec.Rules[0].Subjects[0].ServiceAccount
+		if sa == nil || sa.Name != "autoscaler" || sa.Namespace != "autoscaling" {
+			t.Errorf("FlowSchema %s subject %+v, want ServiceAccount autoscaling/autoscaler", name, sa)
+		}
+	}
+	if find(mustRender(t, renderOpts{values: "flowSchemas: {enabled: false}\n"}), "FlowSchema", "karpenter-workload") != nil {
+		t.Error("FlowSchemas rendered while disabled")
 	}
 }
 

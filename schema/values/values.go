@@ -78,6 +78,12 @@ type Values struct {
 	Dashboard Dashboard `json:"dashboard"`
 	// NetworkPolicy restricts the controller's traffic to what it needs.
 	NetworkPolicy NetworkPolicy `json:"networkPolicy"`
+	// FlowSchemas place the controller's requests in the apiserver's API Priority and
+	// Fairness: its leader Lease in the leader-election priority level, the rest in
+	// workload-high, so that a busy apiserver does not starve the lease renewal (the leader
+	// would exit and the next replica start from cold) nor queue the controller behind every
+	// other service account.
+	FlowSchemas FlowSchemas `json:"flowSchemas"`
 	// ServiceAccount of the controller.
 	ServiceAccount ServiceAccount `json:"serviceAccount"`
 	// Labels added to every object of the bundle.
@@ -162,6 +168,13 @@ type Dashboard struct {
 	// Folder is the Grafana folder the sidecar files the dashboard in (its grafana_folder
 	// annotation); empty leaves it to the sidecar's default.
 	Folder string `json:"folder"`
+}
+
+// FlowSchemas are the controller's API Priority and Fairness classification.
+type FlowSchemas struct {
+	// Enabled renders the two FlowSchemas (cluster-scoped; the priority levels they name are
+	// the apiserver's own).
+	Enabled bool `json:"enabled"`
 }
 
 // NetworkPolicy admits scrapes and probes in, and lets the controller reach the Kubernetes
