@@ -74,17 +74,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/events"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/internal/finished"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
@@ -128,9 +127,9 @@ type Controller struct {
 	mu sync.Mutex
 	// followed is what the follower remembers of each launch it follows, by NodeClaim name.
 	followed map[string]*follow
-	// done holds the claims whose launch ended (registered on a built group), by UID: their
-	// later changes (core writes a claim on every pod event of its node) are not read again.
-	done map[types.UID]bool
+	// ended holds the claims whose launch ended (registered on a built group): their later
+	// changes, and their groups', are not reconciled again.
+	ended finished.Set
 }
 
 // follow is the memory of one launch.
@@ -149,7 +148,7 @@ type follow struct {
 // what they saw with it.
 func New(kube client.Client, api client.Reader, provider Provider, recorder events.Recorder, clk clock.Clock, timings Timings) *Controller {
 	return &Controller{kube: kube, api: api, provider: provider, recorder: recorder, clock: clk, timings: timings,
-		followed: map[string]*follow{}, done: map[types.UID]bool{}}
+		followed: map[string]*follow{}}
 }
 
 // Register implements operatorpkg's controller.Controller: NodeClaims of a CleverNodeClass,
@@ -157,21 +156,12 @@ func New(kube client.Client, api client.Reader, provider Provider, recorder even
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	return ctrl.NewControllerManagedBy(m).
 		Named("clevercloud.launch").
-		For(&karpv1.NodeClaim{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc:  func(e event.CreateEvent) bool { return c.follows(e.Object) },
-			UpdateFunc:  func(e event.UpdateEvent) bool { return c.follows(e.ObjectNew) },
-			GenericFunc: func(e event.GenericEvent) bool { return c.follows(e.Object) },
-			DeleteFunc: func(e event.DeleteEvent) bool {
-				c.mu.Lock()
-				delete(c.done, e.Object.GetUID())
-				c.mu.Unlock()
-				return ours(e.Object)
-			},
-		})).
+		// A deleted claim is reconciled: the follower forgets what it remembered of it.
+		For(&karpv1.NodeClaim{}, builder.WithPredicates(c.ended.Predicate(ours, true))).
 		Watches(&ngv1.NodeGroup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			g := o.(*ngv1.NodeGroup)
 			owner := nodegroup.OwnerClaim(g)
-			if !nodegroup.IsManaged(g) || owner == nil || c.ended(owner.UID) {
+			if !nodegroup.IsManaged(g) || owner == nil || c.ended.Has(owner.UID) {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: owner.Name}}}
@@ -232,9 +222,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Done: the node is Karpenter's and the group is built. Whatever the operator reports
 		// later (a transient failure on a resize, say) is no longer a launch's business.
 		c.forget(claim.Name)
-		c.mu.Lock()
-		c.done[claim.UID] = true
-		c.mu.Unlock()
+		c.ended.Add(claim.UID)
 		return reconcile.Result{}, nil
 	}
 	c.surfaceTransient(ctx, claim, group, verdict)
@@ -496,19 +484,6 @@ func (c *Controller) deleteClaim(ctx context.Context, cached *karpv1.NodeClaim, 
 func ours(o client.Object) bool {
 	_, ours := v1alpha1.NodeClassName(o.(*karpv1.NodeClaim))
 	return ours
-}
-
-// follows says a change of the claim may concern its launch: it is ours and its launch has not
-// ended.
-func (c *Controller) follows(o client.Object) bool {
-	return ours(o) && !c.ended(o.GetUID())
-}
-
-// ended says the launch of the claim with this UID ended: its node registered on a built group.
-func (c *Controller) ended(uid types.UID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.done[uid]
 }
 
 // forget drops what the follower remembers of a launch.

@@ -24,4 +24,4 @@ func (c *Controller) Overdue() int {
 }
 
 // Ended says the follower considers the launch of the claim with this UID ended.
-func (c *Controller) Ended(uid types.UID) bool { return c.ended(uid) }
+func (c *Controller) Ended(uid types.UID) bool { return c.ended.Has(uid) }

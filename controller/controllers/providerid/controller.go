@@ -13,24 +13,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/karpenter/pkg/events"
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/internal/finished"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 )
 
@@ -44,44 +41,27 @@ type Controller struct {
 	api      client.Reader
 	recorder events.Recorder
 
-	mu sync.Mutex
-	// stamped holds the nodes this process stamped, by UID: a cache that has not seen the stamp
-	// yet while the group's status moves would otherwise re-read the proof and stamp again.
-	// A provider ID cannot change once set, so a stamped node never needs another look.
-	stamped map[types.UID]bool
+	// stamped holds the nodes this process stamped: a cache that has not seen the stamp yet
+	// while the group's status moves would otherwise re-read the proof and stamp again. A
+	// provider ID cannot change once set, so a stamped node never needs another look.
+	stamped finished.Set
 }
 
 // New builds the controller. api must be an uncached reader: ownership is confirmed with it.
 func New(kube client.Client, api client.Reader, recorder events.Recorder) *Controller {
-	return &Controller{kube: kube, api: api, recorder: recorder, stamped: map[types.UID]bool{}}
+	return &Controller{kube: kube, api: api, recorder: recorder}
 }
 
-// unstamped says the node may need a provider ID: it has none, is in a NodeGroup, and was not
-// stamped by this process.
-func (c *Controller) unstamped(o client.Object) bool {
-	if o.(*corev1.Node).Spec.ProviderID != "" || o.GetLabels()[ngv1.LabelNodeGroup] == "" {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return !c.stamped[o.GetUID()]
+// needsID says the node may need a provider ID: it has none and is in a NodeGroup.
+func needsID(o client.Object) bool {
+	return o.(*corev1.Node).Spec.ProviderID == "" && o.GetLabels()[ngv1.LabelNodeGroup] != ""
 }
 
 // Register implements operatorpkg's controller.Controller.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	return ctrl.NewControllerManagedBy(m).
 		Named("clevercloud.providerid").
-		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc:  func(e event.CreateEvent) bool { return c.unstamped(e.Object) },
-			UpdateFunc:  func(e event.UpdateEvent) bool { return c.unstamped(e.ObjectNew) },
-			GenericFunc: func(e event.GenericEvent) bool { return c.unstamped(e.Object) },
-			DeleteFunc: func(e event.DeleteEvent) bool {
-				c.mu.Lock()
-				delete(c.stamped, e.Object.GetUID())
-				c.mu.Unlock()
-				return false
-			},
-		})).
+		For(&corev1.Node{}, builder.WithPredicates(c.stamped.Predicate(needsID, false))).
 		// A node may join before its group is readable in the cache; retry when the group moves.
 		Watches(&ngv1.NodeGroup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ngv1.NodeName(o.GetName(), 0)}}}
@@ -100,7 +80,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	groupName := node.Labels[ngv1.LabelNodeGroup]
-	if !c.unstamped(node) {
+	if !needsID(node) || c.stamped.Has(node.UID) {
 		return reconcile.Result{}, nil
 	}
 	// The cache filters out nodes of groups that are not even labelled as ours (the platform's
@@ -140,9 +120,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.kube.Patch(ctx, node, patch); err != nil {
 		return reconcile.Result{}, fmt.Errorf("stamping provider ID on node %q: %w", node.Name, err)
 	}
-	c.mu.Lock()
-	c.stamped[node.UID] = true
-	c.mu.Unlock()
+	c.stamped.Add(node.UID)
 	log.FromContext(ctx).Info("stamped provider ID", "node", node.Name, "providerID", node.Spec.ProviderID)
 	return reconcile.Result{}, nil
 }
