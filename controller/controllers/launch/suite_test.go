@@ -191,15 +191,16 @@ func inCache(g Gomega, obj client.Object) {
 // claimReads counts the follower's reads of each NodeClaim, cached or not, by name.
 var claimReads sync.Map
 
-func readsOf(name string) int64 {
+func readCounter(name string) *atomic.Int64 {
 	n, _ := claimReads.LoadOrStore(name, new(atomic.Int64))
-	return n.(*atomic.Int64).Load()
+	return n.(*atomic.Int64)
 }
+
+func readsOf(name string) int64 { return readCounter(name).Load() }
 
 func countRead(obj client.Object, name string) {
 	if _, isClaim := obj.(*karpv1.NodeClaim); isClaim {
-		n, _ := claimReads.LoadOrStore(name, new(atomic.Int64))
-		n.(*atomic.Int64).Add(1)
+		readCounter(name).Add(1)
 	}
 }
 
