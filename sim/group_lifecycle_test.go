@@ -218,7 +218,7 @@ func TestDeletionOrder(t *testing.T) {
 }
 
 // A Node still held once its VM is torn down stays NotReady: its kubelet is gone, so nothing
-// reports it Ready again (the status update kwok had scheduled used to, 20–25 s later) and
+// reports it Ready again (the status post kwok had scheduled used to, 20–45 s later) and
 // nothing renews its Lease; the node lifecycle controller marks it Unknown after its grace
 // period, as on the platform.
 func TestTornDownNodeStaysDown(t *testing.T) {

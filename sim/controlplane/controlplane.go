@@ -72,7 +72,7 @@ type Options struct {
 	// HonorGracePeriod makes kwok remove terminating pods only when their grace period ends;
 	// by default they go at once, like processes that exit on SIGTERM.
 	HonorGracePeriod bool
-	// NodeStatusReport, if set, is how often a Ready node's fake kubelet posts its status,
+	// NodeStatusReport, if set, is how often a node's fake kubelet posts its status,
 	// drawn in [0.9, 1.1] of it. By default it posts every 20–45 s, which the tests of node
 	// conditions wait on. A real kubelet posts every 5 minutes when nothing changed (its Lease
 	// carries liveness): at hundreds of nodes the default is a stream of Node updates to every
@@ -262,7 +262,7 @@ func (cp *ControlPlane) components() ([]component, error) {
 }
 
 // kwokConfig is kwok's configuration file: the stages, with pods' grace periods honoured or
-// not, a Ready node's status posted every 20–45 s or every statusReport, and kwok's options.
+// not, a node's status posted every 20–45 s or every statusReport, and kwok's options.
 func kwokConfig(honorGracePeriod bool, statusReport time.Duration) string {
 	stages := string(kwokStages)
 	if honorGracePeriod {

@@ -75,8 +75,7 @@ func (o *Operator) teardown(ctx context.Context, log logr.Logger, g *ngv1.NodeGr
 // It is idempotent, and repairs a Ready condition the fake kubelet wrote in between.
 func (o *Operator) tearDownVM(ctx context.Context, log logr.Logger, n *corev1.Node) error {
 	// Stopped through the label, which kwok acts on at once (cke.KubeletLabel): it cancels the
-	// status update it had scheduled, which would otherwise write Ready=True over the report
-	// below (20–25 s after its previous one), and stops renewing the Lease.
+	// status post it had scheduled and stops renewing the Lease.
 	if n.Labels[cke.KubeletLabel] != cke.KubeletStopped {
 		before := n.DeepCopy()
 		if n.Labels == nil {

@@ -3,7 +3,11 @@ module github.com/CleverCloud/karpenter-provider-clever-cloud/sim/tools/kwok
 
 go 1.26.0
 
-require sigs.k8s.io/kwok v0.8.0
+require (
+	k8s.io/api v0.36.1
+	k8s.io/apimachinery v0.36.1
+	sigs.k8s.io/kwok v0.8.0
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -94,8 +98,6 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.36.1 // indirect
-	k8s.io/apimachinery v0.36.1 // indirect
 	k8s.io/apiserver v0.36.1 // indirect
 	k8s.io/client-go v0.36.1 // indirect
 	k8s.io/component-base v0.36.1 // indirect
