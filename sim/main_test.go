@@ -55,6 +55,8 @@ func run(m *testing.M) int {
 	opts := sim.FastOptions()
 	opts.Audit = true
 	opts.BinDir = bin
+	// TestNotReadyReportHolds waits for a status post to land after its report.
+	opts.NodeStatusReport = 25 * time.Second
 	cluster, err = sim.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting simulated CKE:", err)

@@ -38,8 +38,8 @@ func TestNotReadyReportHolds(t *testing.T) {
 	setReady(t, ctx, "nodehealth-sick", "KubeletNotReady", injected)
 	setReady(t, ctx, "nodehealth-control", "E2ETest", injected)
 	eventually(t, 30*time.Second, func() error { return readyIs(ctx, "nodehealth-control", corev1.ConditionTrue) })
-	// Wait for a status post after the report (20–45 s): the report must have survived it,
-	// its transition time too.
+	// Wait for a status post after the report (22.5–27.5 s in this package's cluster): the
+	// report must have survived it, its transition time too.
 	since := time.Now()
 	eventually(t, 60*time.Second, func() error {
 		n := &corev1.Node{}

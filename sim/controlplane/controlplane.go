@@ -72,12 +72,9 @@ type Options struct {
 	// HonorGracePeriod makes kwok remove terminating pods only when their grace period ends;
 	// by default they go at once, like processes that exit on SIGTERM.
 	HonorGracePeriod bool
-	// NodeStatusReport, if set, is how often a node's fake kubelet posts its status,
-	// drawn in [0.9, 1.1] of it. By default it posts every 20–45 s, which the tests of node
-	// conditions wait on. A real kubelet posts every 5 minutes when nothing changed (its Lease
-	// carries liveness): at hundreds of nodes the default is a stream of Node updates to every
-	// watcher that no cluster sees, and it starved Karpenter core's NodeClaim lifecycle queue
-	// (10 reconciles/s at one CPU) in its performance suite.
+	// NodeStatusReport is how often a node's fake kubelet posts its status when nothing
+	// changed, drawn in [0.9, 1.1] of it. Default KubeletStatusReport. A test that waits for a
+	// post sets it shorter.
 	NodeStatusReport time.Duration
 	// StartTimeout bounds each component's start. Default 3 min: make test starts a dozen
 	// control planes at once on two cores, and a slow start there is load, not failure.
@@ -106,6 +103,9 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, retErr error) {
 			return nil, err
 		}
 		opts.BinDir = dir
+	}
+	if opts.NodeStatusReport == 0 {
+		opts.NodeStatusReport = KubeletStatusReport
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 3 * time.Minute
@@ -261,17 +261,22 @@ func (cp *ControlPlane) components() ([]component, error) {
 	}, nil
 }
 
+// KubeletStatusReport is how often a real kubelet posts an unchanged node status
+// (nodeStatusReportFrequency); its Lease, renewed every 10 s, carries liveness. The simulator
+// once posted every 20–45 s, kwok's own default: at 500 nodes that is 15 Node updates a second
+// no cluster sends, each an event for Karpenter core's NodeClaim lifecycle queue, which its
+// rate limiter holds to 10 a second at one CPU, so new claims waited minutes to launch.
+const KubeletStatusReport = 5 * time.Minute
+
 // kwokConfig is kwok's configuration file: the stages, with pods' grace periods honoured or
-// not, a node's status posted every 20–45 s or every statusReport, and kwok's options.
+// not, a node's status posted every statusReport (0.9–1.1 of it), and kwok's options.
 func kwokConfig(honorGracePeriod bool, statusReport time.Duration) string {
 	stages := string(kwokStages)
 	if honorGracePeriod {
 		stages = strings.ReplaceAll(stages, "#GRACE ", "")
 	}
-	if statusReport > 0 {
-		stages = strings.ReplaceAll(stages, "    durationMilliseconds: 20000\n    jitterDurationMilliseconds: 25000\n",
-			fmt.Sprintf("    durationMilliseconds: %d\n    jitterDurationMilliseconds: %d\n", (statusReport*9/10).Milliseconds(), (statusReport/5).Milliseconds()))
-	}
+	stages = strings.ReplaceAll(stages, "    durationMilliseconds: 0 #REPORT\n    jitterDurationMilliseconds: 0 #REPORT\n",
+		fmt.Sprintf("    durationMilliseconds: %d\n    jitterDurationMilliseconds: %d\n", (statusReport*9/10).Milliseconds(), (statusReport/5).Milliseconds()))
 	return stages + kwokOptions
 }
 

@@ -8,23 +8,23 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// TestKwokConfig: by default a node's status is posted every 20–45 s; with NodeStatusReport
-// the status post is at 0.9–1.1 of it; kwok's workers are raised either way, and every
-// document still parses. (What the stages do is played by kwok's own code in
+// TestKwokConfig: a node's status is posted at 0.9–1.1 of the NodeStatusReport given (New
+// defaults it to a real kubelet's 5 minutes); kwok's workers are raised; every document still
+// parses. (What the stages do is played by kwok's own code in
 // sim/tools/kwok, the module that pins it.)
 func TestKwokConfig(t *testing.T) {
-	def := kwokConfig(false, 0)
-	if strings.Count(def, "durationMilliseconds: 20000\n    jitterDurationMilliseconds: 25000\n") != 1 {
-		t.Errorf("default: want the status post at 20 s + 25 s jitter")
-	}
-	slow := kwokConfig(false, 5*time.Minute)
-	if strings.Contains(slow, "durationMilliseconds: 20000") || strings.Count(slow, "durationMilliseconds: 270000\n    jitterDurationMilliseconds: 60000\n") != 1 {
+	def := kwokConfig(false, KubeletStatusReport)
+	if strings.Contains(def, "#REPORT") || strings.Count(def, "durationMilliseconds: 270000\n    jitterDurationMilliseconds: 60000\n") != 1 {
 		t.Errorf("5 min: want the status post at 270 s + 60 s jitter")
 	}
-	if !strings.Contains(kwokConfig(true, 0), "expressionFrom: '.metadata.deletionTimestamp'") || strings.Contains(kwokConfig(true, 0), "#GRACE") {
+	fast := kwokConfig(false, 25*time.Second)
+	if strings.Count(fast, "durationMilliseconds: 22500\n    jitterDurationMilliseconds: 5000\n") != 1 {
+		t.Errorf("25 s: want the status post at 22.5 s + 5 s jitter")
+	}
+	if graced := kwokConfig(true, KubeletStatusReport); !strings.Contains(graced, "expressionFrom: '.metadata.deletionTimestamp'") || strings.Contains(graced, "#GRACE") {
 		t.Errorf("grace periods: the #GRACE lines must be uncommented")
 	}
-	for _, cfg := range []string{def, slow} {
+	for _, cfg := range []string{def, fast} {
 		if !strings.Contains(cfg, "kind: KwokConfiguration") || !strings.Contains(cfg, "nodePlayStageParallelism: 32") {
 			t.Errorf("kwok's options missing")
 		}

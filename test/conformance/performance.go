@@ -16,14 +16,6 @@ import (
 // runs it on its own cluster; it is not one of Suites (make conformance) and not in make test.
 const PerformanceSuite = "performance"
 
-// KubeletStatusReport is how often the performance suite's simulated kubelets post an
-// unchanged node status: a real kubelet's nodeStatusReportFrequency, 5 minutes (its Lease,
-// renewed every 10 s, carries liveness). The simulator's default, 20–45 s, is there for the
-// tests of node conditions; at 600 nodes it is ~20 Node updates a second, each one an event
-// for Karpenter core's NodeClaim lifecycle queue, which takes 10 reconciles a second at one CPU:
-// registrations waited minutes behind heartbeats no real cluster sends.
-const KubeletStatusReport = 5 * time.Minute
-
 // PerformanceEnv is what the performance suite's controller runs with beyond the bundle's
 // environment. The organisation quota is configured at the limit the simulator lifts it to, as
 // docs/quota.md tells an organisation with a raised quota to: unconfigured, every launch beyond

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/controlplane"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
 
@@ -130,11 +131,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, retErr error) {
 	rep := &Report{
 		Mode: "applicable specs", Karpenter: KarpenterVersion, Commit: commit(), Started: time.Now(), Focus: cfg.Focus,
 		Simulator: fmt.Sprintf("fast profile (decision 200 ms, node joined 1 s, Synced 2–3 s, teardown 1 s), quota lifted to %d vCPU / %d GB, "+
-			"pods' grace periods honoured, no control-plane Node (worker-only topology)", QuotaLifted, QuotaLifted),
+			"pods' grace periods honoured, no control-plane Node (worker-only topology), kubelets posting an unchanged node status every %s as a real kubelet does (their Leases every 10 s)",
+			QuotaLifted, QuotaLifted, controlplane.KubeletStatusReport),
 		Controller: fmt.Sprintf("the bundle's Deployment environment, FEATURE_GATES=%s; suites given --repair-condition=%s", FeatureGates, RepairCondition),
 	}
 	if slices.Contains(cfg.Suites, PerformanceSuite) {
-		rep.Simulator += fmt.Sprintf("; for the performance suite, kubelets post an unchanged node status every %s, as a real kubelet does (their Leases every 10 s)", KubeletStatusReport)
 		rep.Controller += fmt.Sprintf("; for the performance suite the organisation quota configured as the simulator's (CLEVER_CLOUD_QUOTA_CPU/MEMORY_GB=%d) and ENABLE_PROFILING=true (the suite's profiler)", QuotaLifted)
 	}
 	if cfg.Full {
@@ -210,7 +211,6 @@ func onCluster(ctx context.Context, cfg Config, dir, binDir string, suites []str
 	ctrlEnv := map[string]string{"FEATURE_GATES": FeatureGates}
 	if slices.Contains(suites, PerformanceSuite) {
 		maps.Copy(ctrlEnv, PerformanceEnv)
-		so.NodeStatusReport = KubeletStatusReport
 	}
 	env, err := stack.Start(ctx, stack.Options{
 		Sim: &so, WorkDir: dir, Logf: cfg.Logf, Binary: cfg.controller,
