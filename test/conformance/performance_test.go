@@ -195,3 +195,47 @@ func parseDefault(s string) (float64, error) {
 	}
 	return v, nil
 }
+
+// TestExplorationLiftsOnlyMachineLimitsAndStillJudges checks that an exploration run lifts
+// each phase's time, heap and CPU limits, keeps the committed utilisation overrides, and that
+// its report still judges a figure against the suite's default.
+func TestExplorationLiftsOnlyMachineLimitsAndStillJudges(t *testing.T) {
+	var table map[string]map[string]float64
+	if err := json.Unmarshal([]byte(ThresholdsJSON(true)), &table); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range Phases {
+		for metric, v := range Lifted {
+			if table[p.Key][metric] != v {
+				t.Errorf("%s %s = %v, want it lifted to %v", p.Key, metric, table[p.Key][metric], v)
+			}
+		}
+	}
+	for _, o := range Overrides {
+		if table[o.Key][o.Metric] != o.Value {
+			t.Errorf("%s %s = %v, want the committed override %v", o.Key, o.Metric, table[o.Key][o.Metric], o.Value)
+		}
+	}
+	if strings.Contains(ThresholdsJSON(false), "heap_mb") || strings.Contains(ThresholdsJSON(false), "total_time_minutes") {
+		t.Errorf("a conformance run moves a time or heap limit: %s", ThresholdsJSON(false))
+	}
+
+	// A scale-out 3 minutes long with a 200 MB heap: over basic's defaults, whatever ran.
+	dir := t.TempDir()
+	data, _ := json.Marshal(map[string]any{"total_time": 3 * 60e9, "karpenter_p95_heap_mb": 200.0, "total_reserved_cpu_utilization": 0.2,
+		"total_reserved_memory_utilization": 0.9, "karpenter_avg_cpu_cores": 0.4})
+	if err := os.WriteFile(filepath.Join(dir, "scale_out_performance_report.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	phases, err := ReadPhases(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &PerformanceReport{Report: &Report{}, Phases: phases, Explore: true}
+	if got := r.Misses(); got != 2 {
+		t.Errorf("misses = %d, want 2 (time and heap over basic's defaults)", got)
+	}
+	if r.File() != "performance-explore" || !strings.Contains(r.Markdown(), "An exploration, not a conformance run") {
+		t.Errorf("an exploration's report is not marked as one: file %s", r.File())
+	}
+}
