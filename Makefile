@@ -110,11 +110,12 @@ conformance: sim-bin build ## Run Karpenter core's own e2e suites on the simulat
 
 # Where make performance writes performance.{md,json}; PERF_FOCUS runs only the tests it matches;
 # PERF_AUDIT=1 keeps the apiserver's audit log (who made which request) in the work folder;
-# PERF_EXPLORE=1 lifts the time, heap and CPU limits so every phase runs (performance-explore.{md,json}).
+# PERF_EXPLORE=1 lifts the time, heap and CPU limits so every phase runs (performance-explore.{md,json});
+# PERF_BASELINE=1 runs core's kwok provider in place of ours (performance-baseline.{md,json}).
 PERF_OUT ?= docs/conformance
 .PHONY: performance
 performance: sim-bin build ## Run Karpenter core's performance suite on the simulated CKE (hours on 2 cores; never in make test); writes $(PERF_OUT)/performance.{md,json}.
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go run ./test/conformance/cmd/conformance -performance -out $(PERF_OUT) $(if $(PERF_FOCUS),-focus '$(PERF_FOCUS)') $(if $(PERF_AUDIT),-audit) $(if $(PERF_EXPLORE),-explore)
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go run ./test/conformance/cmd/conformance -performance -out $(PERF_OUT) $(if $(PERF_FOCUS),-focus '$(PERF_FOCUS)') $(if $(PERF_AUDIT),-audit) $(if $(PERF_EXPLORE),-explore) $(if $(PERF_BASELINE),-baseline)
 
 .PHONY: demo
 demo: build ## Tell the provider's story on the simulated CKE, then tear down (DEMO_FLAGS=--keep to explore).

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,6 +56,10 @@ type Options struct {
 	WorkDir string
 	// Env overrides the Deployment's environment for the first controller start.
 	Env map[string]string
+	// Extra are YAML files applied after the bundle and before the controller starts, their
+	// CRDs first and served before the rest: what another controller binary needs beyond the
+	// bundle (the performance suite's baseline runs core's kwok provider).
+	Extra []string
 }
 
 // SuiteSimOptions are the simulator's fast profile with the timings of the e2e suite: the
@@ -162,6 +167,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	if err := e.applyBundle(ctx); err != nil {
 		return nil, err
 	}
+	if err := e.applyExtra(ctx, opts.Extra); err != nil {
+		return nil, err
+	}
 	cfg, err := e.Cluster.AddUser(ServiceAccountUser, ServiceAccountGroups...)
 	if err != nil {
 		return nil, err
@@ -235,6 +243,35 @@ func (e *Env) applyBundle(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// applyExtra applies files' objects: CRDs first, served before anything else is applied.
+func (e *Env) applyExtra(ctx context.Context, files []string) error {
+	var crds, rest []*unstructured.Unstructured
+	for _, f := range files {
+		objs, err := DecodeFile(f)
+		if err != nil {
+			return err
+		}
+		for _, u := range objs {
+			if u.GetKind() == "CustomResourceDefinition" {
+				crds = append(crds, u)
+			} else {
+				rest = append(rest, u)
+			}
+		}
+	}
+	for _, u := range crds {
+		if err := e.apply(ctx, u); err != nil {
+			return err
+		}
+	}
+	for _, u := range crds {
+		if err := e.waitEstablished(ctx, u.GetName()); err != nil {
+			return err
+		}
+	}
+	return e.Apply(ctx, rest...)
 }
 
 func (e *Env) waitEstablished(ctx context.Context, name string) error {

@@ -178,11 +178,16 @@ type PerformanceReport struct {
 	Thresholds string `json:"karpenter_perf_thresholds"`
 	// Explore is an exploration run: time, heap and CPU limits Lifted so every phase ran.
 	Explore bool `json:"explore,omitempty"`
+	// Baseline is a run against core's kwok provider in place of ours (baseline.go).
+	Baseline bool `json:"baseline,omitempty"`
 }
 
 // File is the base name of the run's report: an exploration never overwrites the last
 // conformance run's.
 func (r *PerformanceReport) File() string {
+	if r.Baseline {
+		return "performance-baseline"
+	}
 	if r.Explore {
 		return "performance-explore"
 	}
@@ -258,6 +263,10 @@ func (r *PerformanceReport) Markdown() string {
 	fmt.Fprintf(&b, "- `KARPENTER_PERF_THRESHOLDS`: `%s` (from `test/conformance/perfoverrides.go`, each value with its computed bound and reason below)\n", r.Thresholds)
 	t := r.Total()
 	result := "result"
+	if r.Baseline {
+		b.WriteString("\n**A baseline, not this provider**: Karpenter core's kwok provider ran in place of ours (`PERF_BASELINE=1`; " +
+			"[README.md](README.md#baseline-core-alone)). Its instance types are not CKE's flavors: only time, heap and CPU compare with a CKE run.\n")
+	}
 	if r.Explore {
 		fmt.Fprintf(&b, "\n**An exploration, not a conformance run** (`PERF_EXPLORE=1`): every phase's time, heap and CPU limits were lifted so that "+
 			"a test goes on past a missed one and its later phases are measured. A test that passed below only ran to its end; the figures "+

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -129,17 +128,11 @@ func TestOverridesAreScaledBounds(t *testing.T) {
 // Phases lists every threshold call with its default, and no other.
 func TestPhasesMatchTheSuite(t *testing.T) {
 	// go mod download fetches the module on a fresh machine and says where it is.
-	cmd := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/karpenter")
-	cmd.Dir = filepath.Join(ModuleDir(), "suites")
-	out, err := cmd.Output()
+	dir, err := KarpenterModuleDir(t.Context())
 	if err != nil {
-		t.Fatalf("finding the pinned karpenter module: %v", err)
+		t.Fatal(err)
 	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Fatalf("go mod download -json: %v (%s)", err, out)
-	}
-	files, _ := filepath.Glob(filepath.Join(mod.Dir, "test", "suites", "performance", "*_test.go"))
+	files, _ := filepath.Glob(filepath.Join(dir, "test", "suites", "performance", "*_test.go"))
 	if len(files) == 0 {
 		t.Fatal("no performance suite files")
 	}

@@ -93,7 +93,10 @@ type Config struct {
 	// every phase runs and is measured; the report judges the figures against the suite's
 	// thresholds all the same and says the run was an exploration.
 	Explore bool
-	Logf    func(format string, args ...any)
+	// Baseline runs the performance suite against Karpenter core's kwok provider in place of
+	// ours (baseline.go): what core alone reaches on the same control plane and machine.
+	Baseline bool
+	Logf     func(format string, args ...any)
 
 	// controller is the controller binary every cluster runs; the working tree's when empty.
 	controller string
@@ -159,6 +162,17 @@ func Run(ctx context.Context, cfg Config) (_ *Report, retErr error) {
 			cfg.logf("built the %s suite in %s", s, time.Since(step).Round(100*time.Millisecond))
 		}
 	}
+	if cfg.Baseline {
+		step := time.Now()
+		bin := filepath.Join(cfg.WorkDir, "kwok-provider")
+		if err := BuildKwokProvider(ctx, bin); err != nil {
+			return nil, err
+		}
+		cfg.controller = bin
+		rep.Controller = fmt.Sprintf("**Karpenter core's kwok provider** (`sigs.k8s.io/karpenter/kwok` %s, its built-in instance types) in place of this provider, "+
+			"for a baseline: the bundle's environment and ServiceAccount (so its FlowSchemas), with cluster-admin on top for the Nodes kwok's provider creates itself", KarpenterVersion)
+		cfg.logf("built core's kwok provider in %s", time.Since(step).Round(100*time.Millisecond))
+	}
 	if cfg.Full {
 		// The Repair specs wait out the provider's repair toleration for each node they make
 		// unhealthy, counted from the node's creation at the earliest: with the product's 10
@@ -216,9 +230,16 @@ func onCluster(ctx context.Context, cfg Config, dir, binDir string, suites []str
 	if slices.Contains(suites, PerformanceSuite) {
 		maps.Copy(ctrlEnv, PerformanceEnv)
 	}
+	var extra []string
+	if cfg.Baseline {
+		var err error
+		if extra, err = baselineExtra(ctx); err != nil {
+			return nil, err
+		}
+	}
 	env, err := stack.Start(ctx, stack.Options{
 		Sim: &so, WorkDir: dir, Logf: cfg.Logf, Binary: cfg.controller,
-		Env: ctrlEnv,
+		Env: ctrlEnv, Extra: extra,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the simulated CKE with the provider: %w", err)
@@ -261,9 +282,12 @@ func runSuite(ctx context.Context, cfg Config, env *stack.Env, dir, suite, bin s
 		"--ginkgo.json-report=" + jsonPath,
 		"--ginkgo.timeout=" + cfg.Timeout.String(),
 		"--ginkgo.no-color", "--ginkgo.v",
-		"-default-nodeclass=" + filepath.Join(ModuleDir(), "nodeclass.yaml"),
-		"-default-nodepool=" + filepath.Join(ModuleDir(), "nodepool.yaml"),
 	}
+	classDir := ModuleDir()
+	if cfg.Baseline {
+		classDir = BaselineDir()
+	}
+	args = append(args, "-default-nodeclass="+filepath.Join(classDir, "nodeclass.yaml"), "-default-nodepool="+filepath.Join(classDir, "nodepool.yaml"))
 	if suite == "disruption" {
 		args = append(args, "-repair-condition="+RepairCondition)
 	}

@@ -33,6 +33,7 @@ func main() {
 	parallel := flag.Bool("parallel", os.Getenv("CONFORMANCE_PARALLEL") == "1", "run each suite on a cluster of its own, at the same time (CONFORMANCE_PARALLEL=1)")
 	performance := flag.Bool("performance", false, "run core's performance suite alone (make performance) and write performance.{md,json}")
 	explore := flag.Bool("explore", false, "with -performance: lift every phase's time, heap and CPU limits so each test runs all its phases; writes performance-explore.{md,json}, figures judged against the suite's thresholds")
+	baseline := flag.Bool("baseline", false, "with -performance: run the suite against Karpenter core's kwok provider in place of ours (what core alone reaches here); writes performance-baseline.{md,json}")
 	audit := flag.Bool("audit", false, "write each cluster's apiserver audit log (who made which request) to its work folder")
 	longTimers := flag.Bool("long-timers", false, "only the specs that wait on core's long timers, in CONFORMANCE_FULL=1 mode; writes full.{md,json} beside a report of the others")
 	flag.Parse()
@@ -59,10 +60,10 @@ func main() {
 		list = []string{conformance.PerformanceSuite}
 	}
 	rep, err := conformance.Run(ctx, conformance.Config{
-		Suites: list, Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Parallel: *parallel, Audit: *audit, Explore: *explore && *performance, Logf: say,
+		Suites: list, Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Parallel: *parallel, Audit: *audit, Explore: *explore && *performance, Baseline: *baseline && *performance, Logf: say,
 	})
 	if *performance {
-		finishPerformance(rep, err, *explore, *out, dir, say)
+		finishPerformance(rep, err, *explore, *baseline, *out, dir, say)
 		return
 	}
 	if rep != nil && len(rep.Suites) > 0 {
@@ -94,7 +95,7 @@ func main() {
 
 // finishPerformance writes performance.{md,json}: the spec outcomes and every phase's figures,
 // read from the reports the suite wrote into the work folder (its OUTPUT_DIR).
-func finishPerformance(rep *conformance.Report, runErr error, explore bool, out, dir string, say func(string, ...any)) {
+func finishPerformance(rep *conformance.Report, runErr error, explore, baseline bool, out, dir string, say func(string, ...any)) {
 	if rep == nil || len(rep.Suites) == 0 {
 		fail(runErr)
 	}
@@ -103,7 +104,7 @@ func finishPerformance(rep *conformance.Report, runErr error, explore bool, out,
 	if err != nil {
 		fail(errors.Join(runErr, err))
 	}
-	pr := &conformance.PerformanceReport{Report: rep, Phases: phases, Thresholds: conformance.ThresholdsJSON(explore), Explore: explore}
+	pr := &conformance.PerformanceReport{Report: rep, Phases: phases, Thresholds: conformance.ThresholdsJSON(explore), Explore: explore, Baseline: baseline}
 	if err := pr.Write(out); err != nil {
 		fail(errors.Join(runErr, err))
 	}
