@@ -3,18 +3,28 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 )
 
 // The performance suite's baseline (Config.Baseline, PERF_BASELINE=1) runs the suite against
 // Karpenter core's own kwok provider (sigs.k8s.io/karpenter/kwok, the provider core's CI runs
-// the suite with) in place of ours, on the same simulated control plane, harness and machine.
-// kwok's provider creates each Node itself in Create, with nothing between the NodeClaim and
-// the Node, so the baseline is what core alone achieves here: where it misses a time, heap or
-// CPU threshold too, no provider meets it on this machine.
+// the suite with) in place of ours, on the same simulated control plane, harness and machine,
+// with CKE's flavors as its instance types (KwokInstanceTypes). kwok's provider creates each
+// Node itself in Create, with nothing between the NodeClaim and the Node, so the baseline is
+// what core alone achieves here with the nodes CKE sells: where it misses a time, heap or CPU
+// threshold too, no provider meets it on this machine. With kwok's built-in instance types,
+// up to hundreds of vCPU each, the suite's pods need a quarter of the nodes.
 
 // BaselineDir holds the baseline's NodeClass, NodePool and extra RBAC.
 func BaselineDir() string { return filepath.Join(ModuleDir(), "baseline") }
@@ -44,6 +54,64 @@ func BuildKwokProvider(ctx context.Context, out string) error {
 		return fmt.Errorf("building Karpenter core's kwok provider (go build in %s): %w\n%s", cmd.Dir, err, b)
 	}
 	return nil
+}
+
+// kwokInstanceType is an entry of the kwok provider's instance-types file
+// (InstanceTypeOptions in sigs.k8s.io/karpenter/kwok/cloudprovider).
+type kwokInstanceType struct {
+	Name             string              `json:"name"`
+	Offerings        []kwokOffering      `json:"offerings"`
+	Architecture     string              `json:"architecture"`
+	OperatingSystems []string            `json:"operatingSystems"`
+	Resources        corev1.ResourceList `json:"resources"`
+}
+
+type kwokOffering struct {
+	Price        float64                          `json:"Price"`
+	Available    bool                             `json:"Available"`
+	Requirements []corev1.NodeSelectorRequirement `json:"Requirements"`
+}
+
+// kwokReserved is what the kwok provider reserves on every instance type (newInstanceType).
+var kwokReserved = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("10Mi")}
+
+// KwokInstanceTypes is the kwok provider's instance-types file for CKE's flavors: each flavor's
+// allocatable as the provider computes it (plus what kwok reserves, so kwok's allocatable is
+// the same), its price and its offerings.
+func KwokInstanceTypes() ([]byte, error) {
+	base, err := catalog.LoadBase()
+	if err != nil {
+		return nil, fmt.Errorf("loading the base catalogue: %w", err)
+	}
+	cat, err := catalog.New(base, "par", nil, logr.Discard())
+	if err != nil {
+		return nil, fmt.Errorf("building the catalogue: %w", err)
+	}
+	var out []kwokInstanceType
+	for _, it := range cat.InstanceTypes() {
+		a := it.Allocatable()
+		res := corev1.ResourceList{corev1.ResourcePods: a[corev1.ResourcePods]}
+		for name, q := range kwokReserved {
+			v := a[name]
+			v.Add(q)
+			res[name] = v
+		}
+		k := kwokInstanceType{Name: it.Name, Architecture: "amd64", OperatingSystems: []string{"linux"}, Resources: res}
+		for _, o := range it.Offerings {
+			off := kwokOffering{Price: o.Price, Available: true}
+			for _, key := range []string{karpv1.CapacityTypeLabelKey, corev1.LabelTopologyZone} {
+				off.Requirements = append(off.Requirements, corev1.NodeSelectorRequirement{
+					Key: key, Operator: corev1.NodeSelectorOpIn, Values: o.Requirements.Get(key).Values(),
+				})
+			}
+			k.Offerings = append(k.Offerings, off)
+		}
+		out = append(out, k)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the catalogue has no flavor")
+	}
+	return json.MarshalIndent(out, "", "  ")
 }
 
 // baselineExtra are the files the baseline applies beyond the bundle: kwok's NodeClass CRD,

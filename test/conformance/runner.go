@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, retErr error) {
 			return nil, err
 		}
 		cfg.controller = bin
-		rep.Controller = fmt.Sprintf("**Karpenter core's kwok provider** (`sigs.k8s.io/karpenter/kwok` %s, its built-in instance types) in place of this provider, "+
+		rep.Controller = fmt.Sprintf("**Karpenter core's kwok provider** (`sigs.k8s.io/karpenter/kwok` %s, CKE's flavors as its instance types) in place of this provider, "+
 			"for a baseline: the bundle's environment and ServiceAccount (so its FlowSchemas), with cluster-admin on top for the Nodes kwok's provider creates itself", KarpenterVersion)
 		cfg.logf("built core's kwok provider in %s", time.Since(step).Round(100*time.Millisecond))
 	}
@@ -236,6 +236,15 @@ func onCluster(ctx context.Context, cfg Config, dir, binDir string, suites []str
 		if extra, err = baselineExtra(ctx); err != nil {
 			return nil, err
 		}
+		types, err := KwokInstanceTypes()
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, "kwok-instance-types.json")
+		if err := os.WriteFile(path, types, 0o644); err != nil {
+			return nil, err
+		}
+		ctrlEnv["INSTANCE_TYPES_FILE_PATH"] = path
 	}
 	env, err := stack.Start(ctx, stack.Options{
 		Sim: &so, WorkDir: dir, Logf: cfg.Logf, Binary: cfg.controller,
