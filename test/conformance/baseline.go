@@ -76,8 +76,11 @@ type kwokOffering struct {
 var kwokReserved = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("10Mi")}
 
 // KwokInstanceTypes is the kwok provider's instance-types file for CKE's flavors: each flavor's
-// allocatable as the provider computes it (plus what kwok reserves, so kwok's allocatable is
-// the same), its price and its offerings.
+// price, offerings, pods, and memory allocatable as the provider computes it (plus what kwok
+// reserves, so kwok's is the same). CPU is the flavor's whole vCPUs: kwok labels an instance
+// type's size with its CPU quantity and the suite keeps sizes under 32 with a numeric
+// requirement, which a fractional quantity fails. kwok's CPU allocatable is then 100m short of
+// the provider's, which moves no packing of the suite's pods: memory binds them on every flavor.
 func KwokInstanceTypes() ([]byte, error) {
 	base, err := catalog.LoadBase()
 	if err != nil {
@@ -90,12 +93,9 @@ func KwokInstanceTypes() ([]byte, error) {
 	var out []kwokInstanceType
 	for _, it := range cat.InstanceTypes() {
 		a := it.Allocatable()
-		res := corev1.ResourceList{corev1.ResourcePods: a[corev1.ResourcePods]}
-		for name, q := range kwokReserved {
-			v := a[name]
-			v.Add(q)
-			res[name] = v
-		}
+		mem := a[corev1.ResourceMemory]
+		mem.Add(kwokReserved[corev1.ResourceMemory])
+		res := corev1.ResourceList{corev1.ResourcePods: a[corev1.ResourcePods], corev1.ResourceMemory: mem, corev1.ResourceCPU: it.Capacity[corev1.ResourceCPU]}
 		k := kwokInstanceType{Name: it.Name, Architecture: "amd64", OperatingSystems: []string{"linux"}, Resources: res}
 		for _, o := range it.Offerings {
 			off := kwokOffering{Price: o.Price, Available: true}
