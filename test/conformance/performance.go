@@ -265,7 +265,8 @@ func (r *PerformanceReport) Markdown() string {
 	result := "result"
 	if r.Baseline {
 		b.WriteString("\n**A baseline, not this provider**: Karpenter core's kwok provider ran in place of ours (`PERF_BASELINE=1`; " +
-			"[README.md](README.md#baseline-core-alone)). Its instance types are not CKE's flavors: only time, heap and CPU compare with a CKE run.\n")
+			"[README.md](README.md#baseline-core-alone)). Its instance types are CKE's flavors, with the provider's allocatable and prices, so it puts the " +
+			"suite's pods on the same nodes; what differs from a CKE run is everything between a NodeClaim and its Node.\n")
 	}
 	if r.Explore {
 		fmt.Fprintf(&b, "\n**An exploration, not a conformance run** (`PERF_EXPLORE=1`): every phase's time, heap and CPU limits were lifted so that "+
