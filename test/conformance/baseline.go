@@ -9,12 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
-
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 )
 
 // The performance suite's baseline (Config.Baseline, PERF_BASELINE=1) runs the suite against
@@ -82,13 +79,9 @@ var kwokReserved = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1
 // requirement, which a fractional quantity fails. kwok's CPU allocatable is then 100m short of
 // the provider's, which moves no packing of the suite's pods: memory binds them on every flavor.
 func KwokInstanceTypes() ([]byte, error) {
-	base, err := catalog.LoadBase()
+	cat, err := ckeCatalogue()
 	if err != nil {
-		return nil, fmt.Errorf("loading the base catalogue: %w", err)
-	}
-	cat, err := catalog.New(base, "par", nil, logr.Discard())
-	if err != nil {
-		return nil, fmt.Errorf("building the catalogue: %w", err)
+		return nil, err
 	}
 	var out []kwokInstanceType
 	for _, it := range cat.InstanceTypes() {

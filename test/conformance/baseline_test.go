@@ -6,13 +6,10 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	kwokv1alpha1 "sigs.k8s.io/karpenter/kwok/apis/v1alpha1"
 	kwok "sigs.k8s.io/karpenter/kwok/cloudprovider"
 	kwokoptions "sigs.k8s.io/karpenter/kwok/options"
-
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 )
 
 // TestKwokInstanceTypesAreCKEFlavors loads the baseline's instance-types file with the kwok
@@ -31,11 +28,7 @@ func TestKwokInstanceTypesAreCKEFlavors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := catalog.LoadBase()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(base, "par", nil, logr.Discard())
+	cat, err := ckeCatalogue()
 	if err != nil {
 		t.Fatal(err)
 	}

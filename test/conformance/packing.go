@@ -37,8 +37,9 @@ type nodeShape struct {
 	milli, memKi int64
 }
 
-// catalogueShapes are the base catalogue's flavors with the allocatable Karpenter computes.
-func catalogueShapes() ([]nodeShape, error) {
+// ckeCatalogue is the base catalogue as the provider builds it: the flavors the suites' pods
+// land on.
+func ckeCatalogue() (*catalog.Catalog, error) {
 	base, err := catalog.LoadBase()
 	if err != nil {
 		return nil, fmt.Errorf("loading the base catalogue: %w", err)
@@ -46,6 +47,15 @@ func catalogueShapes() ([]nodeShape, error) {
 	cat, err := catalog.New(base, "par", nil, logr.Discard())
 	if err != nil {
 		return nil, fmt.Errorf("building the catalogue: %w", err)
+	}
+	return cat, nil
+}
+
+// catalogueShapes are the base catalogue's flavors with the allocatable Karpenter computes.
+func catalogueShapes() ([]nodeShape, error) {
+	cat, err := ckeCatalogue()
+	if err != nil {
+		return nil, err
 	}
 	var out []nodeShape
 	for _, it := range cat.InstanceTypes() {
