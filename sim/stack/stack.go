@@ -227,25 +227,10 @@ func (e *Env) Stop() error {
 // applyBundle applies the CRDs, waits for them to be served, then applies the installation
 // objects that make sense out of cluster (everything but the workload objects).
 func (e *Env) applyBundle(ctx context.Context) error {
-	for _, u := range e.Bundle.CRDs {
-		if err := e.apply(ctx, u); err != nil {
-			return err
-		}
-	}
-	for _, u := range e.Bundle.CRDs {
-		if err := e.waitEstablished(ctx, u.GetName()); err != nil {
-			return err
-		}
-	}
-	for _, u := range e.Bundle.Install() {
-		if err := e.apply(ctx, u); err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.install(ctx, e.Bundle.CRDs, e.Bundle.Install())
 }
 
-// applyExtra applies files' objects: CRDs first, served before anything else is applied.
+// applyExtra applies files' objects the same way: CRDs first, served before the rest.
 func (e *Env) applyExtra(ctx context.Context, files []string) error {
 	var crds, rest []*unstructured.Unstructured
 	for _, f := range files {
@@ -261,17 +246,21 @@ func (e *Env) applyExtra(ctx context.Context, files []string) error {
 			}
 		}
 	}
-	for _, u := range crds {
-		if err := e.apply(ctx, u); err != nil {
-			return err
-		}
+	return e.install(ctx, crds, rest)
+}
+
+// install applies crds, waits for each to be served, then applies objs, which may be of their
+// kinds.
+func (e *Env) install(ctx context.Context, crds, objs []*unstructured.Unstructured) error {
+	if err := e.Apply(ctx, crds...); err != nil {
+		return err
 	}
 	for _, u := range crds {
 		if err := e.waitEstablished(ctx, u.GetName()); err != nil {
 			return err
 		}
 	}
-	return e.Apply(ctx, rest...)
+	return e.Apply(ctx, objs...)
 }
 
 func (e *Env) waitEstablished(ctx context.Context, name string) error {

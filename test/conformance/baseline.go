@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 
@@ -44,13 +43,7 @@ func KarpenterModuleDir(ctx context.Context) (string, error) {
 
 // BuildKwokProvider builds core's kwok provider at the pinned version into out.
 func BuildKwokProvider(ctx context.Context, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "sigs.k8s.io/karpenter/kwok")
-	cmd.Dir = filepath.Join(ModuleDir(), "suites")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building Karpenter core's kwok provider (go build in %s): %w\n%s", cmd.Dir, err, b)
-	}
-	return nil
+	return buildFromCore(ctx, "Karpenter core's kwok provider", "build", "-o", out, "sigs.k8s.io/karpenter/kwok")
 }
 
 // kwokInstanceType is an entry of the kwok provider's instance-types file

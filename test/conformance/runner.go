@@ -113,11 +113,16 @@ func ModuleDir() string { return filepath.Join(stack.ModuleRoot(), "test", "conf
 
 // BuildSuite builds a suite's test binary from the pinned module into out.
 func BuildSuite(ctx context.Context, suite, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", out, "sigs.k8s.io/karpenter/test/suites/"+suite)
+	return buildFromCore(ctx, fmt.Sprintf("Karpenter core's %s suite", suite), "test", "-c", "-o", out, "sigs.k8s.io/karpenter/test/suites/"+suite)
+}
+
+// buildFromCore runs go args (a build) in the suites' module, which pins Karpenter core.
+func buildFromCore(ctx context.Context, what string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = filepath.Join(ModuleDir(), "suites")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building Karpenter core's %s suite (go test -c in %s): %w\n%s", suite, cmd.Dir, err, b)
+		return fmt.Errorf("building %s (go %s in %s): %w\n%s", what, args[0], cmd.Dir, err, b)
 	}
 	return nil
 }
