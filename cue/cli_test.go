@@ -137,9 +137,9 @@ func TestCLIPins(t *testing.T) {
 		{"new flavor without sizes", `[{name: "M", priceHourly: 0.1}, {name: "NEW", cpu: 2}]`, []string{"#pins.1 in flavors/pins.cue: flavor NEW is not in the base catalogue", "missing memoryKi, priceHourly"}},
 		{"unknown field", `[{name: "M", price: 0.1}]`, []string{"#pins.0 in flavors/pins.cue: price: not a field of a flavor override", "field not allowed"}},
 		{"pinned twice", `[{name: "M", priceHourly: 0.1}, {name: "M", cpu: 3}]`, []string{"#pins.1 in flavors/pins.cue: flavor M is pinned twice, first at #pins.0 in flavors/pins.cue"}},
-		{"negative price", `[{name: "M", priceHourly: -1}]`, []string{"_flavors.0.priceHourly: invalid value -1 (out of bound >=0)", "flavors/pins.cue:3:"}},
-		{"lowercase name", `[{name: "m"}]`, []string{"_flavors.0.name", `out of bound =~"^[A-Z0-9][A-Z0-9_-]*$"`, "flavors/pins.cue:3:"}},
-		{"string for a size", `[{name: "M", cpu: "3"}]`, []string{"_flavors.0.cpu", `conflicting values "3" and int`, "flavors/pins.cue:3:"}},
+		{"negative price", `[{name: "M", priceHourly: -1}]`, []string{"flavorOverrides.0.priceHourly: invalid value -1 (out of bound >=0)", "flavors/pins.cue:3:"}},
+		{"lowercase name", `[{name: "m"}]`, []string{"flavorOverrides.0.name", `out of bound =~"^[A-Z0-9][A-Z0-9_-]*$"`, "flavors/pins.cue:3:"}},
+		{"string for a size", `[{name: "M", cpu: "3"}]`, []string{"flavorOverrides.0.cpu", `conflicting values "3" and int`, "flavors/pins.cue:3:"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mod := copyModule(t)
