@@ -58,27 +58,61 @@ func (c *Client) Create(ctx context.Context, g *ngv1.NodeGroup) (*ngv1.NodeGroup
 // the upstream provider and by this provider's earlier versions) to the claim UID annotation
 // that Build writes, keeping the same claim: the owner reference would let Kubernetes' garbage
 // collector delete the group, and so the VM, the moment the claim is deleted with foreground
-// propagation, before Karpenter drains the node. It does nothing to a group without such a
-// reference, and reports whether it changed the group. The patch is conditional on the
-// group's resourceVersion, so a concurrent change makes it fail rather than be overwritten.
-func MigrateOwner(ctx context.Context, kube client.Writer, g *ngv1.NodeGroup) (bool, error) {
-	ref := LegacyOwnerReference(g)
-	if ref == nil {
+// propagation, before Karpenter drains the node.
+//
+// It writes only once the ownership proof holds for the group as the apiserver holds it now,
+// as every other write to a group does: ClaimOf on the listed group; an uncached re-read that
+// finds the same object (UID), not terminating, naming the same claim, with an owner reference
+// to that very claim (name and UID); and ConfirmOwner's uncached read that finds that claim
+// alive with that UID. A hand-made copy can carry the labels, the annotations and the owner
+// reference, but not its claim's name while the original exists, so it is never written to,
+// owner reference included: what Kubernetes does with a copy's owner reference is its maker's
+// business. The patch is conditional on the re-read resourceVersion, so a group changed after
+// the proof is not written.
+//
+// It reports whether it changed the group. A group with no owner reference to a NodeClaim, or
+// that went, was replaced or is terminating since it was listed, is left alone with no error; a
+// group the proof refuses, with a NotOwnedError (ErrNotOwned) saying why; a failed read or
+// patch, with another error.
+func MigrateOwner(ctx context.Context, kube client.Writer, api client.Reader, listed *ngv1.NodeGroup) (bool, error) {
+	if LegacyOwnerReference(listed) == nil {
 		return false, nil
 	}
-	owner := OwnerClaim(g)
-	updated := g.DeepCopy()
+	owner, err := ClaimOf(listed)
+	if err != nil {
+		return false, err
+	}
+	fresh := &ngv1.NodeGroup{}
+	if err := api.Get(ctx, client.ObjectKeyFromObject(listed), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("re-reading nodegroup %q before moving its ownership: %w", listed.Name, err)
+	}
+	ref := LegacyOwnerReference(fresh)
+	if fresh.UID != listed.UID || fresh.DeletionTimestamp != nil || ref == nil {
+		return false, nil // replaced, going, or migrated meanwhile: the next pass judges it again
+	}
+	now, err := ClaimOf(fresh)
+	if err != nil {
+		return false, err
+	}
+	if *now != *owner || ref.Name != owner.Name || ref.UID != owner.UID {
+		return false, notOwned(ReasonNotThisClaim, "owner reference to NodeClaim %q (UID %s) does not name the group's claim %q (UID %s)", ref.Name, ref.UID, now.Name, now.UID)
+	}
+	if _, err := ConfirmOwner(ctx, api, fresh); err != nil {
+		return false, err
+	}
+	updated := fresh.DeepCopy()
 	if updated.Annotations == nil {
 		updated.Annotations = map[string]string{}
 	}
-	if updated.Annotations[v1alpha1.AnnotationNodeClaimUID] == "" {
-		updated.Annotations[v1alpha1.AnnotationNodeClaimUID] = string(owner.UID)
-	}
+	updated.Annotations[v1alpha1.AnnotationNodeClaimUID] = string(owner.UID)
 	updated.OwnerReferences = slices.DeleteFunc(updated.OwnerReferences, func(r metav1.OwnerReference) bool {
 		return r.UID == ref.UID && r.Kind == ref.Kind && r.APIVersion == ref.APIVersion
 	})
-	if err := kube.Patch(ctx, updated, client.MergeFromWithOptions(g, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("moving nodegroup %q's ownership from an owner reference to annotation %s: %w", g.Name, v1alpha1.AnnotationNodeClaimUID, err)
+	if err := kube.Patch(ctx, updated, client.MergeFromWithOptions(fresh, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("moving nodegroup %q's ownership from an owner reference to annotation %s: %w", fresh.Name, v1alpha1.AnnotationNodeClaimUID, err)
 	}
 	return true, nil
 }

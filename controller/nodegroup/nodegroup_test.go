@@ -800,3 +800,83 @@ func (r *failClaims) Get(ctx context.Context, key client.ObjectKey, obj client.O
 	}
 	return r.apiReader.Get(ctx, key, obj, opts...)
 }
+
+// patchRecorder is a client.Writer that records patches and refuses every other write.
+type patchRecorder struct {
+	client.Writer
+	patched []*ngv1.NodeGroup
+}
+
+func (w *patchRecorder) Patch(_ context.Context, obj client.Object, _ client.Patch, _ ...client.PatchOption) error {
+	w.patched = append(w.patched, obj.(*ngv1.NodeGroup).DeepCopy())
+	return nil
+}
+
+// MigrateOwner writes only once the proof holds on the group as re-read and on its claim,
+// both uncached; every other case writes nothing.
+func TestMigrateOwnerWritesOnlyAProvenGroup(t *testing.T) {
+	ctx := context.Background()
+	claim := testClaim()
+	legacy := Build(claim, testClass(), "M")
+	legacy.UID, legacy.ResourceVersion = "group-uid", "7"
+	delete(legacy.Annotations, v1alpha1.AnnotationNodeClaimUID)
+	legacy.OwnerReferences = []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: claim.Name, UID: claim.UID}}
+	changed := func(change func(*ngv1.NodeGroup)) *ngv1.NodeGroup {
+		fresh := legacy.DeepCopy()
+		fresh.ResourceVersion = "8"
+		change(fresh)
+		return fresh
+	}
+	recreated := testClaim()
+	recreated.UID = "another-uid"
+	for _, tc := range []struct {
+		name     string
+		listed   func() *ngv1.NodeGroup
+		reader   *apiReader
+		migrated bool
+		notOwned string // the NotOwnedError reason, when the proof refuses the group
+	}{
+		{"proven", legacy.DeepCopy, &apiReader{group: legacy, claim: claim}, true, ""},
+		{"renamed copy", func() *ngv1.NodeGroup {
+			copied := legacy.DeepCopy()
+			copied.Name = "default-abcde-copy"
+			return copied
+		}, &apiReader{claim: claim}, false, ReasonNotNamedForItsClaim},
+		{"claim gone", legacy.DeepCopy, &apiReader{group: legacy}, false, ReasonOwnerGone},
+		{"claim recreated under the same name", legacy.DeepCopy, &apiReader{group: legacy, claim: recreated}, false, ReasonOwnerGone},
+		{"annotation names another claim than the owner reference", legacy.DeepCopy, &apiReader{group: changed(func(g *ngv1.NodeGroup) {
+			g.Annotations[v1alpha1.AnnotationNodeClaimUID] = "another-uid"
+		}), claim: claim}, false, ReasonNotThisClaim},
+		{"relabelled since listed", legacy.DeepCopy, &apiReader{group: changed(func(g *ngv1.NodeGroup) {
+			g.Labels[v1alpha1.LabelNodeClaim] = "other"
+		}), claim: claim}, false, ReasonNotNamedForItsClaim},
+		{"no owner reference", func() *ngv1.NodeGroup { return Build(claim, testClass(), "M") }, &apiReader{}, false, ""},
+		{"gone since listed", legacy.DeepCopy, &apiReader{claim: claim}, false, ""},
+		{"replaced since listed", legacy.DeepCopy, &apiReader{group: changed(func(g *ngv1.NodeGroup) { g.UID = "new-group" }), claim: claim}, false, ""},
+		{"terminating", legacy.DeepCopy, &apiReader{group: changed(func(g *ngv1.NodeGroup) { g.DeletionTimestamp = &metav1.Time{} }), claim: claim}, false, ""},
+		{"migrated meanwhile", legacy.DeepCopy, &apiReader{group: changed(func(g *ngv1.NodeGroup) {
+			g.OwnerReferences = nil
+			g.Annotations[v1alpha1.AnnotationNodeClaimUID] = string(claim.UID)
+		}), claim: claim}, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			w := &patchRecorder{}
+			migrated, err := MigrateOwner(ctx, w, tc.reader, tc.listed())
+			g.Expect(migrated).To(Equal(tc.migrated))
+			if !tc.migrated {
+				g.Expect(w.patched).To(BeEmpty(), "written without the proof")
+				g.Expect(NotOwnedReason(err)).To(Equal(tc.notOwned))
+				if tc.notOwned == "" {
+					g.Expect(err).NotTo(HaveOccurred())
+				}
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(tc.reader.gets).To(Equal(2), "the group and its claim, both read, not assumed")
+			g.Expect(w.patched).To(HaveLen(1))
+			g.Expect(w.patched[0].OwnerReferences).To(BeEmpty())
+			g.Expect(w.patched[0].Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClaimUID, string(claim.UID)))
+		})
+	}
+}

@@ -6,7 +6,9 @@
 //     and the annotations; it must never be deleted by us);
 //   - moves groups that record their claim in an owner reference (the upstream provider's and
 //     our earlier versions' way) to the claim UID annotation, so that a claim deleted with
-//     foreground propagation does not take its VM down before the drain;
+//     foreground propagation does not take its VM down before the drain; like every write to
+//     a group, only once nodegroup.MigrateOwner proves it the claim's on uncached reads (a
+//     hand-made copy with an owner reference is refused, never patched);
 //   - fast-fails launched NodeClaims whose group vanished before the node registered, instead
 //     of letting them burn Karpenter's registration timeout;
 //   - surfaces groups resized out of band, and never fights them.
@@ -223,18 +225,13 @@ func (c *Controller) collect(ctx context.Context) error {
 			log.FromContext(ctx).V(1).Info("refusing to garbage-collect a nodegroup without an owner NodeClaim", "nodegroup", g.Name)
 			continue
 		}
-		// Migrated whatever its shape: the owner reference would let Kubernetes' garbage
-		// collector delete even a copy with the claim.
-		if migrated, err := nodegroup.MigrateOwner(ctx, c.kube, g); err != nil {
-			log.FromContext(ctx).Error(err, "migrating nodegroup ownership", "nodegroup", g.Name)
-		} else if migrated {
-			log.FromContext(ctx).Info("moved nodegroup ownership from an owner reference to the claim UID annotation",
-				"nodegroup", g.Name, "nodeclaim", owner.Name)
-		}
 		if _, err := nodegroup.ClaimOf(g); err != nil {
+			// A copy keeps its owner reference too: it is not ours to write, and what
+			// Kubernetes' garbage collector does with it is its maker's business.
 			c.refuse(ctx, g, err, refused)
 			continue
 		}
+		c.migrate(ctx, g, owner)
 		if _, ok := live[string(owner.UID)]; ok || c.clock.Since(g.CreationTimestamp.Time) < c.grace {
 			continue
 		}
@@ -250,6 +247,26 @@ func (c *Controller) collect(ctx context.Context) error {
 		c.fastFail(ctx, &nc, existing)
 	}
 	return nil
+}
+
+// migrate moves a group's claim from an owner reference to the claim UID annotation once
+// nodegroup.MigrateOwner proves, on uncached reads, that the group is its claim's.
+func (c *Controller) migrate(ctx context.Context, g *ngv1.NodeGroup, owner *nodegroup.Owner) {
+	migrated, err := nodegroup.MigrateOwner(ctx, c.kube, c.api, g)
+	switch {
+	case errors.Is(err, nodegroup.ErrNotOwned):
+		// Its claim is gone (reap judges it below, with its own proof) or it names two claims:
+		// nothing is written to a group not proven ours.
+		log.FromContext(ctx).V(1).Info("not moving the ownership of a nodegroup not proven ours", "nodegroup", g.Name,
+			"reason", nodegroup.NotOwnedReason(err), "why", err.Error())
+	case apierrors.IsConflict(err):
+		log.FromContext(ctx).V(1).Info("nodegroup changed after its proof, moving its ownership next pass", "nodegroup", g.Name)
+	case err != nil:
+		log.FromContext(ctx).Error(err, "migrating nodegroup ownership", "nodegroup", g.Name)
+	case migrated:
+		log.FromContext(ctx).Info("moved nodegroup ownership from an owner reference to the claim UID annotation",
+			"nodegroup", g.Name, "nodeclaim", owner.Name)
+	}
 }
 
 // refuse reports a group that looks managed but is not proven ours, and counts it by reason.

@@ -178,3 +178,117 @@ func TestTheClaimHandlerOnlyReadsTheSharedClaim(t *testing.T) {
 		g.Expect(c.Kicked()).To(Equal(kicks), "%s: a launched, unregistered claim kicks a pass; a new one does not", nc.Name)
 	}
 }
+
+// legacyGroup is a group as the upstream provider or an earlier version of this one launched it
+// for a claim: named and labelled after the claim, which it names in an owner reference only.
+func legacyGroup(g Gomega, class *v1alpha1.CleverNodeClass, claim *karpv1.NodeClaim) *ngv1.NodeGroup {
+	legacy := nodegroup.Build(claim, class, "S")
+	delete(legacy.Annotations, v1alpha1.AnnotationNodeClaimUID)
+	legacy.OwnerReferences = []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: claim.Name, UID: claim.UID}}
+	g.Expect(env.Client.Create(context.Background(), legacy)).To(Succeed())
+	return legacy
+}
+
+// unchanged says the group is exactly as it was: same object, not written since.
+func unchanged(g Gomega, want *ngv1.NodeGroup) {
+	got := &ngv1.NodeGroup{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(want), got)).To(Succeed())
+	g.Expect(got.UID).To(Equal(want.UID))
+	g.Expect(got.ResourceVersion).To(Equal(want.ResourceVersion), "%s was written to", want.Name)
+	g.Expect(got.DeletionTimestamp).To(BeNil())
+}
+
+// Moving a claim off an owner reference is a write to the group, so it goes through the one
+// ownership proof first. A legacy group copied by hand (kubectl get -o yaml, renamed, created)
+// keeps its labels and its owner reference to the live claim: it is refused and never patched,
+// owner reference and all, while the genuine group, named after its claim, still migrates.
+func TestOnlyAProvenGroupIsMigrated(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	class := env.NewClass(g, nil)
+	claim := env.NewClaim(g, class.Name)
+	genuine := legacyGroup(g, class, claim)
+	copied := genuine.DeepCopy()
+	copied.ObjectMeta = metav1.ObjectMeta{
+		Name:            testenv.Name(genuine.Name + "-copy"),
+		Labels:          genuine.Labels,
+		Annotations:     genuine.Annotations,
+		OwnerReferences: genuine.OwnerReferences,
+	}
+	g.Expect(env.Client.Create(ctx, copied)).To(Succeed())
+	// A legacy group whose claim is gone: the proof fails on the uncached claim read, so it is
+	// not written either (within the grace, not reaped).
+	gone := env.NewClaim(g, class.Name)
+	orphan := legacyGroup(g, class, gone)
+	g.Expect(env.Client.Delete(ctx, gone)).To(Succeed())
+
+	recorder := &namedRecorder{events: make(chan string, 100)}
+	collector := garbagecollection.New(env.Client, env.Client, events.NewRecorder(recorder), clocktesting.NewFakeClock(time.Now()), time.Minute)
+	g.Expect(collector.Collect(ctx)).To(Succeed())
+
+	unchanged(g, copied)
+	unchanged(g, orphan)
+	g.Expect(recorder.drain()).To(ContainElement(SatisfyAll(
+		HavePrefix(garbagecollection.ReasonRefused+" "+copied.Name+":"),
+		ContainSubstring(nodegroup.ReasonNotNamedForItsClaim),
+	)), "the copy is refused, and says why")
+	got := &ngv1.NodeGroup{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(genuine), got)).To(Succeed())
+	g.Expect(got.OwnerReferences).To(BeEmpty(), "the genuine group is migrated")
+	g.Expect(got.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClaimUID, string(claim.UID)))
+
+	// Later passes leave the copy as it is too.
+	g.Expect(collector.Collect(ctx)).To(Succeed())
+	unchanged(g, copied)
+}
+
+// The proof is made on the group as the apiserver holds it, and the write is conditional on
+// that: a group changed between the proof's reads and the patch is not written, and the next
+// pass proves it again and migrates it.
+func TestAMigrationIsConditionalOnTheProvenGroup(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	class := env.NewClass(g, nil)
+	claim := env.NewClaim(g, class.Name)
+	legacy := legacyGroup(g, class, claim)
+
+	// The group changes right after the proof's uncached claim read, before the patch.
+	reader := &changingReader{Reader: env.Client, claim: claim.Name, change: func() {
+		current := &ngv1.NodeGroup{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(legacy), current)).To(Succeed())
+		patch := client.MergeFrom(current.DeepCopy())
+		current.Labels["example.com/touched"] = "true"
+		g.Expect(env.Client.Patch(ctx, current, patch)).To(Succeed())
+	}}
+	collector := garbagecollection.New(env.Client, reader, events.NewRecorder(&namedRecorder{events: make(chan string, 100)}), clocktesting.NewFakeClock(time.Now()), time.Minute)
+	g.Expect(collector.Collect(ctx)).To(Succeed())
+	g.Expect(reader.changed).To(BeTrue(), "the claim was read uncached before the write")
+	got := &ngv1.NodeGroup{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(legacy), got)).To(Succeed())
+	g.Expect(got.Labels).To(HaveKeyWithValue("example.com/touched", "true"))
+	g.Expect(got.OwnerReferences).To(HaveLen(1), "a group changed after its proof is not written")
+	g.Expect(got.Annotations).NotTo(HaveKey(v1alpha1.AnnotationNodeClaimUID))
+
+	g.Expect(collector.Collect(ctx)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(legacy), got)).To(Succeed())
+	g.Expect(got.OwnerReferences).To(BeEmpty(), "the next pass proves it again and migrates it")
+	g.Expect(got.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationNodeClaimUID, string(claim.UID)))
+}
+
+// changingReader is an uncached reader that runs change once, right after the first read of
+// the named NodeClaim.
+type changingReader struct {
+	client.Reader
+	claim   string
+	change  func()
+	changed bool
+}
+
+func (r *changingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.Reader.Get(ctx, key, obj, opts...)
+	if _, ok := obj.(*karpv1.NodeClaim); ok && key.Name == r.claim && !r.changed {
+		r.changed = true
+		r.change()
+	}
+	return err
+}
