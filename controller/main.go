@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 
 	"github.com/samber/lo"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/operator"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cli"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/capacity"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
@@ -38,17 +38,14 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "--version" || os.Args[1] == "version") {
-		fmt.Println(version.Version)
-		return
-	}
-	// The read-only commands a user runs against the current kubeconfig before installing.
-	if len(os.Args) > 1 && slices.Contains(preflight.Commands, os.Args[1]) {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := preflight.Main(ctx, os.Args[1], os.Args[2:], os.Stdout, os.Stderr)
-		stop()
+	// Help, version, preflight, values and completion are answered here and exit; so is a
+	// command line the controller would refuse, before anything starts.
+	code, coreArgs, start := cli.Main(os.Args[1:], os.Stdout, os.Stderr)
+	if !start {
 		os.Exit(code)
 	}
+	// Karpenter core parses os.Args itself, and would stop at the optional word "controller".
+	os.Args = append(os.Args[:1], coreArgs...)
 	cfg, err := settings.Load()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "karpenter-clevercloud: invalid settings:\n%v\n", err)

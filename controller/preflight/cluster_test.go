@@ -25,6 +25,7 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cli"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/preflight"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/version"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/cke"
@@ -167,6 +168,7 @@ func (w *world) upstreamInstall(ns string, replicas int32) *appsv1.Deployment {
 				ObjectMeta: metav1.ObjectMeta{Labels: selector},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: "karpenter",
+					ImagePullSecrets:   []corev1.LocalObjectReference{{Name: "registry-credentials"}},
 					NodeSelector:       map[string]string{ngv1.LabelClusterNodeRole: ngv1.NodeRoleControlPlane},
 					PriorityClassName:  "system-cluster-critical",
 					Containers: []corev1.Container{{
@@ -225,6 +227,15 @@ func TestUpstreamProviderInstalled(t *testing.T) {
 	w.g.Expect(d.Spec.Template.Spec.NodeSelector).To(BeEmpty())
 	w.g.Expect(d.Labels).To(HaveKeyWithValue("team", "platform"))
 	w.g.Expect(rendered).To(ContainSubstring("example.com/role: autoscaler"))
+	w.g.Expect(d.Spec.Template.Spec.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: "registry-credentials"}}))
+
+	// An image given to values goes beside upstream's pull secrets, in the same image mapping.
+	const image = "registry.example.com/karpenter/controller:v1.2.3"
+	values, rendered = w.values(s, func(v *preflight.Values) { v.SetImage(image, "Given with --image.") })
+	w.g.Expect(strings.Count(values, "\nimage:\n")).To(Equal(1), values)
+	d = renderedDeployment(w, rendered)
+	w.g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
+	w.g.Expect(d.Spec.Template.Spec.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: "registry-credentials"}}))
 
 	// Scaled to zero: installed, not running.
 	upstream := &appsv1.Deployment{}
@@ -339,26 +350,53 @@ func TestCommands(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	w.g.Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
 
-	var out, errOut bytes.Buffer
-	code := preflight.Main(w.ctx, "preflight", []string{"--kubeconfig", path}, &out, &errOut)
-	w.g.Expect(errOut.String()).To(BeEmpty())
-	w.g.Expect(code).To(Equal(preflight.ExitOK), out.String())
-	w.g.Expect(out.String()).To(ContainSubstring("PASS placement"))
-	w.g.Expect(strings.Count(out.String(), "\n")).To(Equal(len(preflight.RuntimeChecks)+2), "one line per check and the summary:\n%s", out.String())
+	// The command line as the binary reads it.
+	run := func(args ...string) (code int, stdout, stderr string) {
+		var out, errOut bytes.Buffer
+		code, _, start := cli.Run(w.ctx, args, &out, &errOut)
+		w.g.Expect(start).To(BeFalse(), "%q starts the controller", args)
+		return code, out.String(), errOut.String()
+	}
+	code, out, errOut := run("preflight", "--kubeconfig", path)
+	w.g.Expect(errOut).To(BeEmpty())
+	w.g.Expect(code).To(Equal(preflight.ExitOK), out)
+	w.g.Expect(out).To(ContainSubstring("PASS placement"))
+	w.g.Expect(strings.Count(out, "\n")).To(Equal(len(preflight.RuntimeChecks)+2), "one line per check and the summary:\n%s", out)
 
 	// The placement the bundle rendered before this release: the control-plane selector.
 	old := filepath.Join(t.TempDir(), "old.yaml")
 	w.g.Expect(os.WriteFile(old, []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: karpenter}\nspec:\n  replicas: 2\n  selector: {}\n  template:\n    spec:\n      nodeSelector: {clever-cloud.com/cluster-node-role: control-plane}\n      containers: [{name: controller}]\n"), 0o644)).To(Succeed())
-	out.Reset()
-	w.g.Expect(preflight.Main(w.ctx, "preflight", []string{"--kubeconfig", path, "--bundle", old}, &out, &errOut)).To(Equal(preflight.ExitFail))
-	w.g.Expect(out.String()).To(ContainSubstring("FAIL placement"))
+	code, out, _ = run("preflight", "--bundle", old, "--kubeconfig", path)
+	w.g.Expect(code).To(Equal(preflight.ExitFail))
+	w.g.Expect(out).To(ContainSubstring("FAIL placement"))
 
-	out.Reset()
-	w.g.Expect(preflight.Main(w.ctx, "values", []string{"--kubeconfig", path, "--output", "-"}, &out, &errOut)).To(Equal(preflight.ExitOK))
-	w.g.Expect(out.String()).To(ContainSubstring("Worker-only cluster"))
+	code, out, _ = run("values", "--kubeconfig", path, "--output", "-")
+	w.g.Expect(code).To(Equal(preflight.ExitOK))
+	w.g.Expect(out).To(ContainSubstring("Worker-only cluster"))
+	w.g.Expect(out).To(ContainSubstring("-t image=REGISTRY/NAME@sha256:DIGEST"), "without --image, the render gives the image")
+
+	// A file: written once, then refused without --force and left as it was, replaced with it.
 	file := filepath.Join(t.TempDir(), "v.yaml")
-	w.g.Expect(preflight.Main(w.ctx, "values", []string{"--kubeconfig", path, "--output", file}, &out, &errOut)).To(Equal(preflight.ExitOK))
-	w.g.Expect(errOut.String()).To(ContainSubstring("cue export ./cue -l values: " + file))
+	code, _, errOut = run("values", "--kubeconfig", path, "--output", file)
+	w.g.Expect(code).To(Equal(preflight.ExitOK), errOut)
+	w.g.Expect(errOut).To(ContainSubstring("cue export ./cue -l values: " + file + " -t image="))
+	first, err := os.ReadFile(file)
+	w.g.Expect(err).NotTo(HaveOccurred())
+	const image = "registry.example.com/karpenter/controller@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	code, _, errOut = run("values", "--kubeconfig", path, "--output", file, "--image", image)
+	w.g.Expect(code).To(Equal(preflight.ExitFail))
+	w.g.Expect(errOut).To(ContainSubstring(file + " exists: pass --force"))
+	w.g.Expect(os.ReadFile(file)).To(Equal(first))
+	code, _, errOut = run("values", "--kubeconfig", path, "--output", file, "--image", image, "--force")
+	w.g.Expect(code).To(Equal(preflight.ExitOK), errOut)
+	w.g.Expect(errOut).To(ContainSubstring("cue export ./cue -l values: " + file + " -e stream"), "the file carries the image")
 
-	w.g.Expect(preflight.Main(w.ctx, "preflight", []string{"--no-such-flag"}, &out, &errOut)).To(Equal(preflight.ExitFail))
+	// The image written renders into the controller's Deployment with no -t image=.
+	rendered := w.render(file)
+	d := renderedDeployment(w, rendered)
+	w.g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
+
+	code, _, errOut = run("preflight", "--no-such-flag")
+	w.g.Expect(code).To(Equal(preflight.ExitFail))
+	w.g.Expect(errOut).To(ContainSubstring("--no-such-flag"))
 }

@@ -159,14 +159,28 @@ func (w *world) check(r preflight.Report, name string) preflight.Check {
 	return c
 }
 
-// values builds the values file from a snapshot, renders the bundle with it through cue as a
-// user would, and returns the file and the rendered stream.
-func (w *world) values(s *preflight.Snapshot) (values, rendered string) {
+// values builds the values file from a snapshot, changed by edits (as values' flags change it),
+// renders the bundle with it through cue as a user would, and returns the file and the rendered
+// stream.
+func (w *world) values(s *preflight.Snapshot, edits ...func(*preflight.Values)) (values, rendered string) {
 	w.t.Helper()
 	var b bytes.Buffer
-	w.g.Expect(preflight.BuildValues(s, "the test cluster").Write(&b)).To(Succeed())
+	v := preflight.BuildValues(s, "the test cluster")
+	for _, edit := range edits {
+		edit(v)
+	}
+	w.g.Expect(v.Write(&b)).To(Succeed())
 	file := filepath.Join(w.t.TempDir(), "values.yaml")
 	w.g.Expect(os.WriteFile(file, b.Bytes(), 0o644)).To(Succeed())
+	return b.String(), w.render(file)
+}
+
+// render renders the bundle with a values file through cue as a user would, the image the
+// file's or the bundle's default, and returns the stream.
+func (w *world) render(file string) string {
+	w.t.Helper()
+	b, err := os.ReadFile(file)
+	w.g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithTimeout(w.ctx, 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cueBin, "export", "./cue", "-l", "values:", file, "-e", "stream", "--out", "text")
@@ -174,6 +188,6 @@ func (w *world) values(s *preflight.Snapshot) (values, rendered string) {
 	cmd.Env = append(os.Environ(), "CUE_REGISTRY=none")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	w.g.Expect(cmd.Run()).To(Succeed(), "cue export refused the written values:\n%s\n--- values\n%s", errOut.String(), b.String())
-	return b.String(), out.String()
+	w.g.Expect(cmd.Run()).To(Succeed(), "cue export refused the written values:\n%s\n--- values\n%s", errOut.String(), b)
+	return out.String()
 }

@@ -32,14 +32,49 @@ type entry struct {
 
 // Values is a values file for `cue export ./cue -l values: FILE`, built from a snapshot.
 type Values struct {
-	header  []string
+	// source names the cluster, version its Kubernetes version, for the header.
+	source, version string
+	// image is the controller image written as image.reference, empty when the render gives it.
+	image   string
 	entries []*entry
+}
+
+// SetImage writes ref as image.reference, the image the bundle's Deployment runs, with why as
+// its comment, beside the pull secrets already chosen.
+func (v *Values) SetImage(ref, why string) {
+	v.image = ref
+	e := &entry{key: "reference", value: ref}
+	comment := []string{why, "The render needs no -t image= then; a different one conflicts with this."}
+	for _, o := range v.entries {
+		if o.key == "image" {
+			o.comment, o.children = comment, append([]*entry{e}, o.children...)
+			return
+		}
+	}
+	v.entries = append(v.entries, &entry{key: "image", comment: comment, children: []*entry{e}})
+}
+
+// RenderCommand is the cue command that renders the install from the values file, the image
+// placeholder included when the file carries no image.
+func (v *Values) RenderCommand(file string) string {
+	image := ""
+	if v.image == "" {
+		image = " -t image=REGISTRY/NAME@sha256:DIGEST"
+	}
+	return "cue export ./cue -l values: " + file + image + " -e stream --out text >install.yaml"
 }
 
 // Write renders the values file as YAML, each choice under its comment.
 func (v *Values) Write(w io.Writer) error {
 	var b strings.Builder
-	for _, h := range v.header {
+	header := []string{
+		"Values for the karpenter-clevercloud bundle, written by `karpenter-clevercloud values`",
+		fmt.Sprintf("from %s (Kubernetes %s). Render with:", v.source, v.version),
+		"  " + v.RenderCommand("THIS_FILE"),
+		"Each choice below says what in the cluster it comes from; everything else keeps the",
+		"bundle's default (cue/values.cue, schema/values.schema.json).",
+	}
+	for _, h := range header {
 		b.WriteString(strings.TrimRight("# "+h, " ") + "\n")
 	}
 	for _, e := range v.entries {
@@ -92,13 +127,7 @@ var upstreamPodEnv = []string{"SYSTEM_NAMESPACE", "LEADER_ELECTION_NAMESPACE", "
 // topology, the flavors its CRD serves, the region, and the upstream provider's Helm values
 // where its install is found. source names the cluster in the header.
 func BuildValues(s *Snapshot, source string) *Values {
-	v := &Values{header: []string{
-		"Values for the karpenter-clevercloud bundle, written by `karpenter-clevercloud values`",
-		fmt.Sprintf("from %s (Kubernetes %s). Render with:", source, s.Version.GitVersion),
-		"  cue export ./cue -l values: THIS_FILE -t image=REGISTRY/NAME@sha256:DIGEST -e stream --out text",
-		"Each choice below says what in the cluster it comes from; everything else keeps the",
-		"bundle's default (cue/values.cue, schema/values.schema.json).",
-	}}
+	v := &Values{source: source, version: s.Version.GitVersion}
 	st := &entry{key: "settings", children: []*entry{}}
 	v.entries = append(v.entries, st)
 	st.children = append(st.children, regionEntry(s))
@@ -392,9 +421,9 @@ func upstreamPod(up *UpstreamInstall) []*entry {
 		for _, s := range spec.ImagePullSecrets {
 			names = append(names, s.Name)
 		}
-		out = append(out, &entry{key: "image", children: []*entry{{key: "pullSecrets", value: names}}, comment: []string{
-			from + " The image itself is not: upstream's is upstream's; pass this provider's with -t image=.",
-		}})
+		out = append(out, &entry{key: "image",
+			children: []*entry{{key: "pullSecrets", value: names, comment: []string{from + " (imagePullSecrets)"}}},
+			comment:  []string{"The upstream image is not carried: pass this provider's with values --image, or -t image= at render."}})
 	}
 	if labels := trimmed(d.Spec.Template.Labels, "app.kubernetes.io/name", "app.kubernetes.io/instance"); len(labels) > 0 {
 		out = append(out, &entry{key: "podLabels", value: labels, comment: []string{from}})

@@ -2,8 +2,9 @@
 // setting of the controller (controller/settings, with the defaults the bundle renders into
 // out/) and every Karpenter core flag and environment variable the binary honours
 // (sigs.k8s.io/karpenter's options, read from its flag set), and every metric the provider
-// registers (controller/metrics.Collectors, read through a Prometheus registry), and the
-// versions the project is built and tested with (its go.mod files). `make
+// registers (controller/metrics.Collectors, read through a Prometheus registry), the
+// versions the project is built and tested with (its go.mod files), and the binary's commands
+// and their flags (controller/cli, the table its help comes from). `make
 // generate` runs it after the bundle is rendered; `make verify` fails when a page is stale.
 // Run it from the repository root: `go run ./hack/docgen`.
 package main
@@ -55,5 +56,5 @@ func Pages(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compatibility: %w", err)
 	}
-	return map[string][]byte{"settings.md": settings, "metrics.md": metrics, "compatibility.md": compat}, nil
+	return map[string][]byte{"settings.md": settings, "metrics.md": metrics, "compatibility.md": compat, "cli.md": CLIPage()}, nil
 }
