@@ -69,8 +69,8 @@ func quotaLimited(pool *karpv1.NodePool, blocked []string, headroom quota.Usage)
 		InvolvedObject: pool,
 		Type:           corev1.EventTypeNormal,
 		Reason:         ReasonQuotaLimited,
-		Message: fmt.Sprintf("Organisation quota headroom is %s: flavors %s are unavailable until capacity frees (they do not fit it, were just refused, or would hold fewer of the pending pods in it than the flavors left)",
-			quota.FormatHeadroom(headroom), strings.Join(blocked, ", ")),
+		Message: fmt.Sprintf("Organisation quota headroom is %s: flavors %s are not offered now: they do not fit it, would hold fewer of the pending pods in it than the flavors left, reach a use the quota refused (remembered %s), or would be probes while a refused reservation may still leak (%s). Nothing in the cluster shows another cluster freeing quota or a raised quota: the next probe finds it, or raise the quota and set settings.quota",
+			quota.FormatHeadroom(headroom), strings.Join(blocked, ", "), quota.RefusalMemory, quota.LeakLifetime),
 		DedupeValues:  []string{pool.Name, strings.Join(blocked, ",")},
 		DedupeTimeout: 5 * time.Minute,
 	}

@@ -162,6 +162,9 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 			Allocatable: quota.Demand{MilliCPU: alloc.Cpu().MilliValue(), Memory: alloc.Memory().Value()},
 		})
 	}
+	if smallest, ok := quota.SmallestWanted(flavors, s.pending, s.overhead); ok {
+		c.quota.ProbeAtMost(smallest)
+	}
 	steerer := quota.Steer
 	if provisional {
 		steerer = quota.SteerWithin
@@ -266,6 +269,9 @@ func (c *CloudProvider) quotaRejected(ctx context.Context, claim *karpv1.NodeCla
 	}
 	quotaRejections.WithLabelValues(it.Name, resource).Inc()
 	what := fmt.Sprintf("it would have brought the use to at most %s; launches that would bring it that far in both resources are not made for %s", inferred.Point, inferred.For)
+	if inferred.Misconfigured {
+		what = fmt.Sprintf("it would have brought the use to at most %s, within the configured limit: settings.quota is wrong (the organisation's quota was lowered, or another of its clusters uses part of it); correct or remove it", inferred.Point)
+	}
 	if inferred.Limit != (quota.Limit{}) {
 		what += fmt.Sprintf(", and the limit is known to be at most %s", inferred.Limit)
 	}

@@ -7,6 +7,9 @@ type launch struct {
 	size  Usage
 	at    time.Time
 	probe bool
+	// assumed: the use it brings was only assumed to fit (CKE's default quota), not proven
+	// nor configured.
+	assumed bool
 	// peak is the most the tracker counted (every launch in flight included) while this one
 	// was in flight: the most the quota engine can have judged together with it.
 	peak Usage
@@ -53,16 +56,23 @@ func (t *Tracker) Try(group string, u Usage) (Admission, Usage) {
 	delete(t.reservations, group)
 	used := t.usedLocked()
 	h := t.sureLocked().Sub(used)
-	probe := false
-	switch t.classifyLocked(used.Add(u)) {
+	probe, assumed := false, false
+	point := used.Add(u)
+	switch t.classifyLocked(point) {
 	case ruledOut:
 		return NoRoom, h
 	case sure:
-		if t.probesLocked() > 0 {
+		if t.probesLocked() > 0 && !mutations.sureBesideProbe {
+			return Busy, h
+		}
+		// Launches the engine may refuse together (an assumed quota another cluster uses part
+		// of) fly a few at a time: a refused round costs at most maxAssumedInFlight groups.
+		assumed = !point.FitsIn(t.provenLimitLocked())
+		if (assumed || t.assumedInFlightLocked()) && len(t.launches) >= maxAssumedInFlight {
 			return Busy, h
 		}
 	case unsure:
-		if t.leakedLocked() != (Usage{}) {
+		if t.leakedLocked() != (Usage{}) || t.beyondProbeCeilingLocked(u) {
 			return NoRoom, h
 		}
 		if len(t.launches) > 0 {
@@ -72,10 +82,57 @@ func (t *Tracker) Try(group string, u Usage) (Admission, Usage) {
 	}
 	now := t.clock.Now()
 	t.reservations[group] = reservation{usage: u, at: now}
-	t.launches[group] = &launch{size: u, at: now, probe: probe}
+	t.launches[group] = &launch{size: u, at: now, probe: probe, assumed: assumed}
 	t.notePeakLocked()
 	t.publishLocked()
 	return Admitted, h
+}
+
+// probeCeilingTTL is how long the smallest flavor a pending pod can use (ProbeAtMost) bounds
+// probes: a few of the cloud provider's looks at the pending pods, so that a pod served or
+// gone stops bounding them soon after.
+const probeCeilingTTL = 10 * time.Second
+
+// ProbeAtMost says that some pending pod can use a flavor of size u: until probeCeilingTTL
+// passes without it being said again, a probe (a launch beyond the sure limit) is only made
+// for a flavor no larger. A small refused probe leaks least and proves most (every larger use
+// is then ruled out too), and a small pod is never kept waiting behind a large pod's probe
+// the platform keeps refusing.
+func (t *Tracker) ProbeAtMost(u Usage) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock.Now()
+	if now.Sub(t.probeCeiling.at) >= probeCeilingTTL || u.FitsIn(t.probeCeiling.usage) {
+		t.probeCeiling = reservation{usage: u, at: now}
+	}
+}
+
+func (t *Tracker) beyondProbeCeilingLocked(u Usage) bool {
+	c := t.probeCeiling
+	return !c.at.IsZero() && t.clock.Since(c.at) < probeCeilingTTL && !u.FitsIn(c.usage)
+}
+
+// provenLimitLocked is what the limit is known to hold: stated where stated, else the proven
+// use.
+func (t *Tracker) provenLimitLocked() Usage {
+	stated, floor := t.statedLocked(), t.floorLocked()
+	p := floor
+	if stated.CPU > 0 {
+		p.CPU = max(p.CPU, stated.CPU)
+	}
+	if stated.GB > 0 {
+		p.GB = max(p.GB, stated.GB)
+	}
+	return p
+}
+
+func (t *Tracker) assumedInFlightLocked() bool {
+	for _, l := range t.launches {
+		if l.assumed {
+			return true
+		}
+	}
+	return false
 }
 
 // Admit is Try for callers that do not wait: true when admitted.

@@ -14,8 +14,6 @@ type stamp struct {
 type refusedPoint struct {
 	use   Usage
 	until time.Time
-	// ttl is how long it was remembered for, the base of the next one's backoff.
-	ttl time.Duration
 }
 
 func (t *Tracker) live(s stamp, ttl time.Duration) int64 {
@@ -31,7 +29,7 @@ func (t *Tracker) floorLocked() Usage {
 
 // statedLocked is the part of the limit that is stated: configured, else said by a message.
 func (t *Tracker) statedLocked() Limit {
-	l := t.configured
+	l := t.configuredLocked()
 	if l.CPU == 0 {
 		l.CPU = t.live(t.saidCPU, learnedLimitTTL)
 	}
@@ -42,7 +40,7 @@ func (t *Tracker) statedLocked() Limit {
 }
 
 // liveRefusalsLocked returns the refused points still remembered; the expired ones move to
-// the history that backs off the next refusal at the same use.
+// the history that keeps CKE's default from being assumed again (sureLocked).
 func (t *Tracker) liveRefusalsLocked() []refusedPoint {
 	now := t.clock.Now()
 	kept := t.refusals[:0]
@@ -57,7 +55,7 @@ func (t *Tracker) liveRefusalsLocked() []refusedPoint {
 	t.refusals = kept
 	hist := t.history[:0]
 	for _, r := range t.history {
-		if now.Sub(r.until) < maxRefusalTTL {
+		if now.Sub(r.until) < defaultDoubtTTL {
 			hist = append(hist, r)
 		}
 	}
@@ -100,7 +98,7 @@ func pin(l, stated Limit, floor, p Usage) Limit {
 
 // sureLocked is the limit a launch is sure to fit when nothing changes upstream: stated where
 // stated; else the proven use, or CKE's default quota when no refusal of the last
-// maxRefusalTTL contradicts it (a refusal within the default means the organisation has
+// defaultDoubtTTL contradicts it (a refusal within the default means the organisation has
 // less: a lowered quota, or other clusters using it); capped by what a refusal pinned.
 func (t *Tracker) sureLocked() Usage {
 	stated, floor, known := t.statedLocked(), t.floorLocked(), t.limitLocked()
@@ -284,9 +282,18 @@ func (t *Tracker) Refused(group string, u Usage) Refusal {
 	if floor := t.floorLocked(); point.FitsIn(floor) && floor != (Usage{}) {
 		t.floorCPU, t.floorGB = stamp{}, stamp{}
 	}
-	t.rememberLocked(point)
+	r := Refusal{Point: point}
+	if t.withinConfiguredLocked(point) {
+		// The configuration says this use fits: believe it, and say it is wrong. Remembering
+		// the refusal would silently override what the user stated.
+		r.Misconfigured = true
+		misconfiguredRefusals.Inc()
+	} else {
+		t.rememberLocked(point)
+		r.For = refusalMemory()
+	}
 	est := t.limitLocked()
-	r := Refusal{Point: point, Limit: est, For: t.refusals[len(t.refusals)-1].ttl}
+	r.Limit = est
 	switch overCPU, overGB := est.CPU > 0 && point.CPU > est.CPU, est.GB > 0 && point.GB > est.GB; {
 	case overGB && !overCPU:
 		r.Resource = ResourceRAM
@@ -297,19 +304,11 @@ func (t *Tracker) Refused(group string, u Usage) Refusal {
 	return r
 }
 
-// rememberLocked adds a refused point, remembered for refusalTTL, or twice as long as an
-// earlier refusal at a use it reaches (the same limit, probed again and refused again), up to
-// maxRefusalTTL: the platform is asked again less and less often while nothing changes.
-// Points the new one makes redundant (a refusal at a smaller use says more) are dropped.
+// rememberLocked adds a refused point, remembered for refusalTTL. Points the new one makes
+// redundant (a refusal at a smaller use says more) are dropped.
 func (t *Tracker) rememberLocked(use Usage) {
 	kept := t.liveRefusalsLocked()
-	ttl := refusalTTL
-	for _, h := range t.history {
-		if h.use.FitsIn(use) {
-			ttl = max(ttl, min(2*h.ttl, maxRefusalTTL))
-		}
-	}
-	p := refusedPoint{use: use, until: t.clock.Now().Add(ttl), ttl: ttl}
+	p := refusedPoint{use: use, until: t.clock.Now().Add(refusalMemory())}
 	out := make([]refusedPoint, 0, len(kept)+1)
 	for _, r := range kept {
 		if p.use.FitsIn(r.use) && !r.until.After(p.until) {
@@ -322,6 +321,40 @@ func (t *Tracker) rememberLocked(use Usage) {
 		out = out[len(out)-maxRefusals:]
 	}
 	t.refusals = out
+}
+
+// withinConfiguredLocked says whether a use is within the configured limit in every resource
+// the configuration states, and the configuration states at least one.
+func (t *Tracker) withinConfiguredLocked(u Usage) bool {
+	c := t.configuredLocked()
+	if c.CPU == 0 && c.GB == 0 {
+		return false
+	}
+	return (c.CPU == 0 || u.CPU <= c.CPU) && (c.GB == 0 || u.GB <= c.GB)
+}
+
+// SetConfigured replaces the configured limit (settings.quota; a zero field is inferred). It
+// takes effect at once: refused uses the configuration says fit are forgotten, so a limit the
+// user states is never overridden by what the tracker remembered before.
+func (t *Tracker) SetConfigured(l Limit) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.configured = l
+	t.dropConfiguredLocked()
+	t.changedLocked()
+}
+
+func (t *Tracker) configuredLocked() Limit {
+	if mutations.ignoreConfigured {
+		return Limit{}
+	}
+	return t.configured
+}
+
+func (t *Tracker) dropConfiguredLocked() {
+	within := func(r refusedPoint) bool { return t.withinConfiguredLocked(r.use) }
+	t.refusals = deleteFunc(t.refusals, within)
+	t.history = deleteFunc(t.history, within)
 }
 
 // Headroom is what is left of the limit known in force, and whether any is in force. A part
@@ -358,7 +391,7 @@ func (t *Tracker) Blocked(u Usage) bool {
 	case ruledOut:
 		return true
 	case unsure:
-		return t.leakedLocked() != (Usage{})
+		return t.leakedLocked() != (Usage{}) || t.beyondProbeCeilingLocked(u)
 	}
 	return false
 }

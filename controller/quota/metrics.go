@@ -33,6 +33,10 @@ var (
 		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "leaks_suspected",
 		Help: "Reservations the quota engine may still hold for refused groups and groups deleted before they were built, by resource: counted as used, and no probe flies while above 0.",
 	}, []string{"resource"})
+	misconfiguredRefusals = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "refusals_within_configured_total",
+		Help: "Launches the quota engine refused although the use they brought was within the configured limit (settings.quota): the configuration is wrong (the quota was lowered, or another cluster of the organisation uses part of it).",
+	})
 	probesGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "probes_in_flight",
 		Help: "Launches admitted beyond the sure limit (a probe flies alone) and awaiting their verdict: 0 or 1.",
@@ -48,5 +52,5 @@ var (
 )
 
 func init() {
-	metrics.MustRegister(limitGauge, provenGauge, refusalsGauge, usageGauge, headroomGauge, leakGauge, probesGauge)
+	metrics.MustRegister(limitGauge, provenGauge, refusalsGauge, usageGauge, headroomGauge, leakGauge, probesGauge, misconfiguredRefusals)
 }

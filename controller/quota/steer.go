@@ -112,20 +112,41 @@ func holds(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) 
 func binds(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) bool {
 	var need Usage
 	for _, p := range pending {
-		smallest := -1
-		for i, f := range flavors {
-			if f.Size.CPU <= 0 || f.Size.GB <= 0 || !p.fits(f.Allocatable.sub(overhead)) {
-				continue
-			}
-			if smallest < 0 || f.Size.CPU+f.Size.GB < flavors[smallest].Size.CPU+flavors[smallest].Size.GB {
-				smallest = i
-			}
-		}
-		if smallest >= 0 {
+		if smallest := smallestFor(p, flavors, overhead); smallest >= 0 {
 			need = need.Add(flavors[smallest].Size)
 		}
 	}
 	return !need.FitsIn(headroom)
+}
+
+// smallestFor is the index of the smallest flavor (in quota) whose node holds the pod, -1
+// when none does.
+func smallestFor(p Demand, flavors []Flavor, overhead Demand) int {
+	smallest := -1
+	for i, f := range flavors {
+		if f.Size.CPU <= 0 || f.Size.GB <= 0 || !p.fits(f.Allocatable.sub(overhead)) {
+			continue
+		}
+		if smallest < 0 || f.Size.CPU+f.Size.GB < flavors[smallest].Size.CPU+flavors[smallest].Size.GB {
+			smallest = i
+		}
+	}
+	return smallest
+}
+
+// SmallestWanted is the quota size of the smallest flavor some pending pod can use: what a
+// probe should ask for (Tracker.ProbeAtMost). False when no flavor holds any pending pod.
+func SmallestWanted(flavors []Flavor, pending []Demand, overhead Demand) (Usage, bool) {
+	var best Usage
+	found := false
+	for _, p := range pending {
+		if i := smallestFor(p, flavors, overhead); i >= 0 {
+			if u := flavors[i].Size; !found || u.CPU+u.GB < best.CPU+best.GB {
+				best, found = u, true
+			}
+		}
+	}
+	return best, found
 }
 
 // pack places pods first-fit onto that many identical nodes and returns how many it placed.

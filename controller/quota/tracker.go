@@ -15,44 +15,45 @@
 //
 //   - The use it counts (Observation) plus its launches awaiting a verdict plus the
 //     reservations it suspects leaked (each refused launch, each group deleted before it was
-//     built, for leakTTL): the most the engine can charge for this cluster.
+//     built, for LeakLifetime: the longest leak the design covers, MaxLeakLifetime, plus the
+//     time the delete takes): the most the engine can charge for this cluster.
 //   - A lower bound (the proven use): an accepted launch proves the limit, less what others
-//     use, is at least the accepted use with it. Trusted for learnedLimitTTL.
+//     use, is at least the accepted use with it. Trusted for ProofLifetime.
 //   - Refused points: a refused launch proves the use it would have brought (everything in
 //     flight with it, since the engine judges concurrent creations together) exceeds the limit
 //     in one resource or the other. Any use at least as large in both resources is refused
 //     too. When the other resource is proven to fit, the refusal pins one resource's limit.
-//     A point is remembered for refusalTTL, twice as long each time the same use is probed and
-//     refused again, up to maxRefusalTTL; an accepted use at or beyond it erases it.
+//     A point is remembered for RefusalMemory, as long as its own leak may hold it and no
+//     longer; an accepted use at or beyond it erases it sooner.
 //   - The sure limit: the stated limit (configured, or said by an older cluster's refusal
-//     message), else CKE's default quota raised to the proven use, or only the proven use once
-//     a remembered refusal falls within the default.
+//     message), else CKE's default quota raised to the proven use, or only the proven use
+//     while a refusal of the last DefaultDoubt falls within the default.
 //
 // # Admission
 //
-// A launch that keeps the use within the sure limit flies beside others. One ruled out (beyond
+// A launch within the configured limit or the proven use flies beside others; one within
+// CKE's default but not proven flies at most AssumedInFlight at a time. One ruled out (beyond
 // a pinned or stated limit, or reaching a refused point) is not made: its flavor is offered as
 // unavailable (Blocked). Any other launch is a probe: it flies alone (no launch awaits a
-// verdict, none flies beside it) and only once no leak is suspected, so a refusal is never
-// caused by another launch of ours nor by a leak the provider knows of.
+// verdict, none flies beside it), only once no leak is suspected, and only for the smallest
+// flavor a pending pod can use (ProbeAtMost), so a refusal is never caused by another launch
+// of ours nor by a leak the provider knows of, and proves the most it can.
 //
 // # Guarantees, whatever the history
 //
-//   - G1, progress: once the limit and the other clusters' use stop changing, a pod that fits
-//     the real headroom is launched within leakTTL (the suspected leaks expire) plus one
-//     verdict per probe ahead of it, and runs a node's join time later. After the platform
-//     changed (a raised quota, another cluster scaling down), add the remaining memory of the
-//     refusals the change made stale: at most maxRefusalTTL.
-//   - G2, few refusals: a probe is only sent at a use no remembered refusal rules out, alone
-//     and with no suspected leak, so the engine refuses it only for a limit not known before:
-//     at most one refused NodeGroup per limit discovered (a batch of sure launches refused
-//     together means the platform changed under a proof). While demand beyond the limit
-//     persists, the same limit is probed again after 15, 30, then every 60 minutes.
+//   - G1, uptake: once the platform has room for a pending pod's flavor, the pod's NodeGroup
+//     is created within UptakeBound plus one verdict per launch ahead of it.
+//   - G2, few refusals: under demand the platform cannot meet, at most
+//     MaxProbeRefusalsPerHour refused probes in any hour; a batch on CKE's default costs at
+//     most AssumedInFlight refused groups; with a right configured limit, none.
 //   - G3, raised quotas are used: nothing beyond the default is ruled out without a refusal,
-//     and every refused point expires, so a raised quota is climbed by probes, one verdict
-//     each, with no configured limit.
+//     and every refused point expires within RefusalMemory, so a raised quota is climbed by
+//     probes, one verdict each, with no configured limit.
 //   - G4, ownership: this package deletes nothing; every destructive path goes through the
 //     one ownership proof (nodegroup.ClaimOf, confirmed by an uncached read).
+//
+// docs/quota.md states the same with the durations' values; test/quotasim checks G1–G3 over
+// thousands of random histories.
 //
 // Configure the limit when you know it (settings): launches then all fly together within it.
 package quota
@@ -68,22 +69,78 @@ import (
 // learnedLimitTTL is how long a proven lower bound or a limit read from a message is trusted.
 const learnedLimitTTL = 15 * time.Minute
 
-// refusalTTL is how long a refused point is remembered the first time; maxRefusalTTL is the
-// longest the backoff remembers one (and how long an expired one counts towards it).
+// The quota engine keeps the reservation of a refused group, or of a group deleted before it
+// was built, "for minutes" (cke-platform.md §5). The tracker does not learn how long: it
+// takes the longest lifetime the design covers, so that no probe flies into a leak whatever
+// the platform's leak really lasts between MinLeakLifetime and MaxLeakLifetime, and no
+// setting needs retuning when the platform changes. What it costs is bounded: a pod that fits
+// waits at most the difference (UptakeBound).
 const (
-	refusalTTL    = 15 * time.Minute
-	maxRefusalTTL = time.Hour
+	MinLeakLifetime = time.Minute
+	MaxLeakLifetime = 10 * time.Minute
+	// leakMargin covers the time between a verdict and the delete that starts the leak
+	// upstream (the launch follower's delete, the operator's finalizer).
+	leakMargin = 15 * time.Second
 )
 
+// leakTTL is how long a suspected leak is charged, and keeps probes from flying.
+const leakTTL = MaxLeakLifetime + leakMargin
+
+// refusalTTL is how long a refused use stays ruled out: as long as the refused group's own
+// leak may hold it. A shorter memory would probe into that leak; a longer one would keep a
+// pod waiting after the platform freed room (another cluster scaling down, a raised quota),
+// which the tracker cannot observe and only a probe finds. Probing the same use again after
+// refusalTTL costs at most one refused NodeGroup per refusalTTL: fewer than
+// MaxProbeRefusalsPerHour.
+const refusalTTL = leakTTL
+
+// defaultDoubtTTL is how long a refusal within CKE's default quota keeps the default from
+// being assumed (launches beyond the proven use then go one probe at a time): it only slows
+// how many launches fly together, never whether one flies.
+const defaultDoubtTTL = time.Hour
+
+// maxAssumedInFlight is how many launches may await their verdict together while the use
+// they bring is only assumed to fit (CKE's default quota, not proven nor configured): the
+// engine judges concurrent creations together and refuses them together, and another
+// cluster of the organisation may use part of the default, so a first batch costs at most
+// this many refused NodeGroups; verdicts come in about a second, so a burst is still decided
+// within a few seconds.
+const maxAssumedInFlight = 2
+
 // The tracker's memory, for the deterministic simulation (test/quotasim) and the docs: how
-// long a suspected leak is charged, and how long a refused use is remembered, first and at
-// most.
+// long a suspected leak is charged, how long a proof is trusted and how long a refused use
+// is remembered.
 const (
-	ProofLifetime    = learnedLimitTTL
-	LeakLifetime     = leakTTL
-	RefusalMemory    = refusalTTL
-	MaxRefusalMemory = maxRefusalTTL
+	ProofLifetime = learnedLimitTTL
+	LeakLifetime  = leakTTL
+	RefusalMemory = refusalTTL
+	// DefaultDoubt is how long a refusal within CKE's default quota keeps the default from
+	// being assumed.
+	DefaultDoubt = defaultDoubtTTL
+	// AssumedInFlight is how many launches fly together on an assumed quota.
+	AssumedInFlight = maxAssumedInFlight
 )
+
+// UptakeBound is G1: once the platform has room for a pending pod's flavor (another cluster
+// scaled down, the quota was raised, a leak ended), the pod's NodeGroup is created within this
+// bound, whatever happened before. The room may appear just after a probe was refused: the
+// tracker then waits out that probe's own leak (LeakLifetime) before it asks again;
+// VerdictSlack pays for the verdicts of the launches ahead of the pod and Karpenter's next
+// provisioning pass.
+//
+// It cannot be shorter while refused probes stay within MaxProbeRefusalsPerHour: the
+// platform's room is not observable, so only a probe finds it, and probes of a use the
+// platform keeps refusing must be at least an hour / MaxProbeRefusalsPerHour apart.
+const UptakeBound = leakTTL + VerdictSlack
+
+// VerdictSlack is what the launches and verdicts ahead of a pod may add to its wait: a probe
+// in flight, a round of assumed launches, Karpenter's next provisioning pass.
+const VerdictSlack = 45 * time.Second
+
+// MaxProbeRefusalsPerHour is G2 under demand the platform cannot meet: refused probes never
+// exceed it in any hour, since one flies only once every suspected leak, its own included,
+// has expired.
+const MaxProbeRefusalsPerHour = int((time.Hour + leakTTL - 1) / leakTTL)
 
 // DefaultLimit is CKE's default organisation quota, the sure limit until a refusal within it
 // says the organisation has less.
@@ -96,11 +153,6 @@ const reservationTTL = 2 * time.Minute
 
 // maxRefusals bounds the refused points remembered; the oldest go first.
 const maxRefusals = 32
-
-// leakTTL is how long the quota engine may keep charging a refused group, or one deleted
-// before it was built: minutes on today's platform, 3 in the simulator that models it, plus a
-// margin for the delete to land.
-const leakTTL = 3*time.Minute + 15*time.Second
 
 // The resources the quota engine names in a refusal, as its messages spell them, and the
 // resource of a refusal attributed to neither.
@@ -120,8 +172,13 @@ type Refusal struct {
 	Resource string
 	// Limit is the limit known in force after the refusal.
 	Limit Limit
-	// For is how long the point is remembered.
+	// For is how long the point is remembered; 0 when it is not (Misconfigured).
 	For time.Duration
+	// Misconfigured says the refused use was within the configured limit (settings.quota):
+	// the configuration is wrong (the quota was lowered, another cluster of the organisation
+	// uses part of it). The tracker believes the configuration and does not remember the
+	// refusal; the caller reports it.
+	Misconfigured bool
 }
 
 // Tracker holds the bounds on the limit, the usage observed in the cluster and the launches
@@ -152,6 +209,9 @@ type Tracker struct {
 	refusals          []refusedPoint
 	// history holds expired refused points, for the backoff.
 	history []refusedPoint
+	// probeCeiling is the smallest flavor a pending pod can use, and when it was last said
+	// (ProbeAtMost).
+	probeCeiling reservation
 	// changed is closed at every change (Changed).
 	changed chan struct{}
 }

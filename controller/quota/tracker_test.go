@@ -169,9 +169,12 @@ func TestARefusalRulesOutEveryUseAtLeastAsLarge(t *testing.T) {
 
 	// The engine may hold the refused XL's reservation for minutes: everything waits.
 	g.Expect(tr.Blocked(f2XS)).To(BeTrue(), "the suspected leak and a 2XS reach the refused use")
-	clk.Step(quota.LeakTTL)
+	clk.Step(quota.LeakTTL - time.Second)
 	observeProven(tr, controlPlane)
-	g.Expect(tr.Blocked(fXL)).To(BeTrue(), "the refused use is still ruled out")
+	g.Expect(tr.Blocked(fXL)).To(BeTrue(), "the refused use is ruled out while its own leak may hold")
+	clk.Step(time.Second)
+	observeProven(tr, controlPlane)
+	g.Expect(tr.Blocked(fXL)).To(BeFalse(), "the refused use is forgotten with its leak: a freed quota is found by the next probe")
 	g.Expect(tr.Blocked(fL)).To(BeFalse(), "28 vCPU / 48 GB is below the refused use in vCPU: a probe may tell")
 	g.Expect(tr.Blocked(fM)).To(BeFalse())
 	a, _ := tr.Try("m", fM)
@@ -185,15 +188,16 @@ func TestARefusalRulesOutEveryUseAtLeastAsLarge(t *testing.T) {
 }
 
 // The loop the tracker must not fall into: demand beyond a limit below CKE's default, leaks on.
-// The same refused use is probed again less and less often, never every few minutes.
-func TestReprobingTheSameLimitBacksOff(t *testing.T) {
+// The same refused use is probed again once its own leak may be gone, never sooner (G2: at most
+// MaxProbeRefusalsPerHour in any hour), and never later (G1: a quota freed meanwhile is found
+// within UptakeBound).
+func TestReprobingTheSameLimitWaitsOutItsLeakAndNoMore(t *testing.T) {
 	g := NewWithT(t)
 	clk := clocktesting.NewFakeClock(time.Now())
 	tr := quota.NewTracker(clk, quota.Limit{})
 	observeProven(tr, controlPlane)
-	var gaps []time.Duration
-	last := clk.Now()
-	for i := range 6 {
+	var at []time.Time
+	for i := range 8 {
 		// Wait until the S may be tried again, then try it: the engine refuses it every time.
 		for tr.Blocked(fS) {
 			clk.Step(time.Second)
@@ -202,14 +206,87 @@ func TestReprobingTheSameLimitBacksOff(t *testing.T) {
 		name := fmt.Sprintf("s%d", i)
 		a, _ := tr.Try(name, fS)
 		g.Expect(a).To(Equal(quota.Admitted))
-		tr.Refused(name, fS)
-		gaps = append(gaps, clk.Since(last))
-		last = clk.Now()
+		r := tr.Refused(name, fS)
+		g.Expect(r.For).To(Equal(quota.RefusalMemory))
+		at = append(at, clk.Now())
 	}
-	g.Expect(gaps[1]).To(BeNumerically(">=", quota.RefusalTTL))
-	g.Expect(gaps[2]).To(BeNumerically(">=", 2*quota.RefusalTTL))
-	g.Expect(gaps[3]).To(BeNumerically(">=", quota.MaxRefusalTTL))
-	g.Expect(gaps[5]).To(BeNumerically(">=", quota.MaxRefusalTTL))
+	for i := 1; i < len(at); i++ {
+		gap := at[i].Sub(at[i-1])
+		g.Expect(gap).To(BeNumerically(">=", quota.LeakLifetime), "probe %d flew into its predecessor's leak", i)
+		g.Expect(gap).To(BeNumerically("<=", quota.LeakLifetime+time.Second), "probe %d waited longer than the leak", i)
+	}
+	for i := range at {
+		n := 0
+		for _, t2 := range at[i:] {
+			if t2.Sub(at[i]) < time.Hour {
+				n++
+			}
+		}
+		g.Expect(n).To(BeNumerically("<=", quota.MaxProbeRefusalsPerHour), "refused probes in the hour from probe %d", i)
+	}
+	g.Expect(quota.MaxProbeRefusalsPerHour).To(BeNumerically("<=", 6))
+	g.Expect(quota.UptakeBound).To(BeNumerically("<=", 11*time.Minute))
+}
+
+// A configured limit wins at once: refusals it says fit are forgotten when it is set, and a
+// refusal within it is reported, not remembered.
+func TestAConfiguredLimitWins(t *testing.T) {
+	g := NewWithT(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	tr := quota.NewTracker(clk, quota.Limit{})
+	observeProven(tr, controlPlane)
+	a, _ := tr.Try("xl", fXL)
+	g.Expect(a).To(Equal(quota.Admitted))
+	g.Expect(tr.Refused("xl", fXL).Misconfigured).To(BeFalse())
+	clk.Step(quota.LeakTTL - time.Second)
+	observeProven(tr, controlPlane)
+	g.Expect(tr.Blocked(fXL)).To(BeTrue(), "the refused use is remembered")
+
+	tr.SetConfigured(quota.Limit{CPU: 100, GB: 100})
+	g.Expect(tr.Blocked(fXL)).To(BeFalse(), "the configured limit says the XL fits")
+	a, _ = tr.Try("xl2", fXL)
+	g.Expect(a).To(Equal(quota.Admitted))
+	a, _ = tr.Try("s", fS)
+	g.Expect(a).To(Equal(quota.Admitted), "within a configured limit launches fly together")
+	r := tr.Refused("xl2", fXL)
+	g.Expect(r.Misconfigured).To(BeTrue())
+	g.Expect(r.For).To(BeZero())
+	clk.Step(quota.LeakTTL)
+	observeProven(tr, controlPlane)
+	g.Expect(tr.Blocked(fXL)).To(BeFalse(), "a refusal within the configured limit is not remembered")
+}
+
+// Before any verdict proves room, CKE's default is an assumption: launches on it fly at most
+// AssumedInFlight at a time, and once proven, together.
+func TestAFirstBatchOnTheAssumedDefaultFliesAFewAtATime(t *testing.T) {
+	g := NewWithT(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	tr := quota.NewTracker(clk, quota.Limit{})
+	observeProven(tr, controlPlane)
+	two := quota.Usage{CPU: 2, GB: 2}
+	var admitted []string
+	for i := range 5 {
+		name := fmt.Sprintf("n%d", i)
+		if a, _ := tr.Try(name, two); a == quota.Admitted {
+			admitted = append(admitted, name)
+		} else {
+			g.Expect(a).To(Equal(quota.Busy))
+		}
+	}
+	g.Expect(admitted).To(HaveLen(quota.AssumedInFlight))
+	for _, n := range admitted {
+		tr.Accepted(n)
+	}
+	a, _ := tr.Try("n9", two)
+	g.Expect(a).To(Equal(quota.Admitted), "the next round flies once the verdicts are in")
+
+	// A configured limit is not an assumption.
+	tc := quota.NewTracker(clk, quota.Limit{CPU: 40, GB: 40})
+	observeProven(tc, controlPlane)
+	for i := range 5 {
+		a, _ := tc.Try(fmt.Sprintf("c%d", i), two)
+		g.Expect(a).To(Equal(quota.Admitted))
+	}
 }
 
 // A raised quota: 100 / 100, 80 / 80 proven. A refused XL (96 / 112) rules out nothing a
@@ -243,18 +320,25 @@ func TestARefusalBelowTheDefaultIsRememberedAndContradictsIt(t *testing.T) {
 	// The organisation has 32 GB (another cluster uses the rest): 24 + 12 is refused.
 	r := tr.Refused("s", fS)
 	g.Expect(r.Point).To(Equal(quota.Usage{CPU: 24, GB: 36}))
-	clk.Step(quota.LeakTTL)
+	clk.Step(quota.LeakTTL - time.Second)
 	observeProven(tr, controlPlane)
 	g.Expect(tr.Blocked(fS)).To(BeTrue())
+	g.Expect(tr.Blocked(f2XS)).To(BeTrue(), "its leak may still hold")
+	clk.Step(time.Second)
+	observeProven(tr, controlPlane)
 	a, _ := tr.Try("2xs", f2XS)
 	g.Expect(a).To(Equal(quota.Admitted))
 	a, _ = tr.Try("2xs-b", f2XS)
 	g.Expect(a).To(Equal(quota.Busy), "the default is contradicted: beyond the proven use, one probe at a time")
 	tr.Accepted("2xs")
-	// Long after the leak, the refusal still holds: no create → refuse → delete loop.
-	clk.Step(quota.RefusalTTL - quota.LeakTTL - time.Second)
+	// Long after the refusal is forgotten, the default is still doubted: launches beyond the
+	// proven use go one at a time, so no batch is refused together again.
+	clk.Step(quota.DefaultDoubtTTL - quota.LeakTTL - time.Minute)
 	observeProven(tr, controlPlane.Add(f2XS))
-	g.Expect(tr.Blocked(fS)).To(BeTrue())
+	a, _ = tr.Try("s2", fS)
+	g.Expect(a).To(Equal(quota.Admitted), "a probe")
+	a, _ = tr.Try("2xs-c", f2XS)
+	g.Expect(a).To(Equal(quota.Busy), "beside a probe, nothing flies")
 }
 
 func TestARefusalPinsTheResourceAProofLeavesOpen(t *testing.T) {

@@ -197,7 +197,7 @@ func (t *Tracker) leakedLocked() Usage {
 	now := t.clock.Now()
 	kept := t.leaks[:0]
 	for _, l := range t.leaks {
-		if now.Sub(l.at) < leakTTL {
+		if now.Sub(l.at) < leakLifetime() {
 			kept = append(kept, l)
 			sum = sum.Add(l.usage)
 		}

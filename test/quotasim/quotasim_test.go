@@ -2,9 +2,12 @@ package quotasim
 
 import (
 	"flag"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
 var (
@@ -33,9 +36,22 @@ func TestSeeds(t *testing.T) {
 		total.Undeserved += w.Stats.Undeserved
 		total.Started += w.Stats.Started
 		total.LongestWait = max(total.LongestWait, w.Stats.LongestWait)
+		total.Waits = append(total.Waits, w.Stats.Waits...)
+		total.ProbeRefusals += w.Stats.ProbeRefusals
+		total.UnmetDemand += w.Stats.UnmetDemand
+		total.MaxProbeRefusalsInAnHour = max(total.MaxProbeRefusalsInAnHour, w.Stats.MaxProbeRefusalsInAnHour)
 	}
-	t.Logf("%d seeds, %d steps: %d launches, %d accepted, %d refused (%d not called for by the real headroom), %d pods started; longest wait of a pod that fit: %s",
-		*seeds, total.Steps, total.Launches, total.Accepted, total.Refusals, total.Undeserved, total.Started, total.LongestWait)
+	t.Logf("%d seeds, %d steps: %d launches, %d accepted, %d refused (%d not called for by the real headroom), %d pods started",
+		*seeds, total.Steps, total.Launches, total.Accepted, total.Refusals, total.Undeserved, total.Started)
+	slices.Sort(total.Waits)
+	if n := len(total.Waits); n > 0 {
+		t.Logf("uptake, from room upstream for a pod to its group (G1, bound %s): %d pods, p50 %s, p99 %s, max %s",
+			quota.UptakeBound, n, total.Waits[n/2], total.Waits[n*99/100], total.Waits[n-1])
+	}
+	if total.UnmetDemand > 0 {
+		t.Logf("refused probes under demand the platform could not meet: %d in %s (%.2f per hour); most in any hour of one history: %d (G2: at most %d)",
+			total.ProbeRefusals, total.UnmetDemand.Round(time.Minute), float64(total.ProbeRefusals)/total.UnmetDemand.Hours(), total.MaxProbeRefusalsInAnHour, quota.MaxProbeRefusalsPerHour)
+	}
 	if total.Accepted == 0 || total.Refusals == 0 {
 		t.Fatalf("the histories exercised nothing: %d accepted, %d refused", total.Accepted, total.Refusals)
 	}

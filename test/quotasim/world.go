@@ -31,16 +31,17 @@ var flavorNames = []string{"2XS", "XS", "S", "M", "L", "XL"}
 // controlPlane is CKE's usual control plane: two S nodes.
 var controlPlane = quota.Usage{CPU: 16, GB: 24}
 
-// The platform's timings (cke-platform.md §5–§6): a decision about a second after creation,
-// creations within a second judged together, leaks for three minutes, a node in 26–185 s. The
-// world moves in steps of a few seconds: what Karpenter launches in one step is one batch
-// for the engine, as a provisioning pass's launches are.
+// The platform's timings (cke-platform.md §5–§6): a decision about a second after creation
+// (drawn per seed up to a few, so that verdicts span steps and probes in flight meet other
+// launches), creations judged together while the first of them awaits its verdict, leaks "for minutes" (drawn per seed
+// between the tracker's MinLeakLifetime and MaxLeakLifetime), a node in 26–185 s. The world
+// moves in steps of a few seconds: what Karpenter launches in one step is one batch for the
+// engine, as a provisioning pass's launches are.
 const (
-	step          = 3 * time.Second
-	decisionDelay = time.Second
-	batchWindow   = time.Second
-	leakTTL       = 3 * time.Minute
-	joinMin       = 26 * time.Second
+	step             = 3 * time.Second
+	minDecisionDelay = 500 * time.Millisecond
+	maxDecisionDelay = 5 * time.Second
+	joinMin          = 26 * time.Second
 	joinMax       = 185 * time.Second
 	// teardown is how long a deleted group's VM takes to go (§6: 30–40 s): the engine holds
 	// it, and the cluster's count shows it deleting, until then.
@@ -53,15 +54,6 @@ type Config struct {
 	// Duration is how much simulated time one seed covers.
 	Duration time.Duration
 }
-
-// Bounds of the guarantees, as the tracker's package documentation states them: G1 on a
-// platform that has not changed, and shortly after it changed (stale proofs and refusals
-// expire first).
-const (
-	g1Static    = quota.LeakLifetime + 30*step
-	g1Changed   = quota.MaxRefusalMemory + quota.ProofLifetime + g1Static
-	settleAfter = quota.LeakLifetime + 2*decisionDelay
-)
 
 type podState uint8
 
@@ -77,6 +69,12 @@ type pod struct {
 	state  podState
 	group  string
 	doneAt time.Time
+	// fitsSince is when the platform last had room for the pod's smallest flavor while it
+	// was pending with no group; zero while it has none.
+	fitsSince time.Time
+	// launchesBefore is how many launches were made before fitsSince: those made since are
+	// ahead of the pod, each a verdict it may wait for.
+	launchesBefore int
 }
 
 type groupState uint8
@@ -118,9 +116,13 @@ type World struct {
 
 	// epochStart is when the platform last changed (quota, other clusters).
 	epochStart time.Time
-	// starvedSince is when a pod that fits the platform's real headroom was first seen
-	// waiting with no launch accepted since; zero when none waits.
-	starvedSince time.Time
+	// configured says the user configured settings.quota with the organisation's real limit
+	// (and keeps it up to date); no other cluster then uses the quota.
+	configured bool
+	leakTTL    time.Duration
+	decision   time.Duration
+	// probeRefusals are the times of refused probes, for the hourly rate.
+	probeRefusals []time.Time
 	// refusalsAt remembers deserved refusals of probes by engine state, to catch the same
 	// probe refused again while its refusal should still be remembered.
 	refusalsAt map[string]time.Time
@@ -137,6 +139,14 @@ type World struct {
 type Stats struct {
 	Steps, Launches, Accepted, Refusals, Undeserved, Started int
 	LongestWait                                              time.Duration
+	// Waits are how long each pod the platform had room for waited for its group (G1).
+	Waits []time.Duration
+	// MaxProbeRefusalsInAnHour is the most refused probes seen in any hour.
+	MaxProbeRefusalsInAnHour int
+	// ProbeRefusals counts refused probes; UnmetDemand sums the time some pending pod had
+	// no room upstream, for the rate of refused probes under demand that cannot be met.
+	ProbeRefusals int
+	UnmetDemand   time.Duration
 }
 
 // New builds a world for a seed.
@@ -146,11 +156,19 @@ func New(cfg Config) *World {
 	w := &World{cfg: cfg, rng: rng, clk: clocktesting.NewFakeClock(start), groups: map[string]*group{},
 		refusalsAt: map[string]time.Time{}, undeserved: map[time.Time]map[time.Time]bool{}, epochStart: start}
 	limit := []quotaengine.Usage{{CPU: 40, GB: 40}, {CPU: 40, GB: 32}, {CPU: 100, GB: 100}, {CPU: 60, GB: 48}, {CPU: 32, GB: 40}}[rng.IntN(5)]
-	w.eng = quotaengine.New(quotaengine.Options{Limit: limit, Other: w.randomOther(limit),
-		BatchWindow: batchWindow, DecisionDelay: decisionDelay, LeakTTL: leakTTL})
+	w.leakTTL = quota.MinLeakLifetime + time.Duration(rng.Int64N(int64(quota.MaxLeakLifetime-quota.MinLeakLifetime)+1))
+	w.decision = minDecisionDelay + time.Duration(rng.Int64N(int64(maxDecisionDelay-minDecisionDelay)+1))
+	w.configured = rng.IntN(5) == 0
+	other := w.randomOther(limit)
+	var configured quota.Limit
+	if w.configured {
+		other, configured = quotaengine.Usage{}, quota.Limit(limit)
+	}
+	w.eng = quotaengine.New(quotaengine.Options{Limit: limit, Other: other,
+		BatchWindow: w.decision, DecisionDelay: w.decision, LeakTTL: w.leakTTL})
 	w.eng.Hold("control-plane", quotaengine.Usage(controlPlane), start)
-	w.tr = quota.NewTracker(w.clk, quota.Limit{})
-	w.logf("limit %v, other clusters %v", limit, w.eng.Options().Other)
+	w.tr = quota.NewTracker(w.clk, configured)
+	w.logf("limit %v, other clusters %v, configured %v, leaks %s, verdicts %s", limit, other, w.configured, w.leakTTL, w.decision)
 	return w
 }
 
@@ -225,6 +243,9 @@ func (w *World) platformEvents() {
 			limit = quotaengine.Usage{CPU: 40, GB: 40}
 		}
 		other := w.randomOther(limit)
+		if w.configured {
+			other = quotaengine.Usage{}
+		}
 		w.changePlatform(limit, other)
 	}
 	if w.chance(45 * time.Minute) {
@@ -254,6 +275,9 @@ func (w *World) platformEvents() {
 			if g.state == building && !g.deleting {
 				w.logf("%s deleted during its first reconcile", name)
 				w.deleteGroup(g)
+				// Its reservation leaks upstream for a time the tracker cannot know, and it
+				// suspects the longest: a new event of the platform, from which G1 counts anew.
+				w.restartWaits()
 				break
 			}
 		}
@@ -265,8 +289,20 @@ func (w *World) chance(period time.Duration) bool { return w.rng.Int64N(int64(pe
 
 func (w *World) changePlatform(limit, other quotaengine.Usage) {
 	w.eng.Configure(w.now(), func(o *quotaengine.Options) { o.Limit, o.Other = limit, other })
+	if w.configured {
+		// The user keeps settings.quota up to date with the organisation's quota.
+		w.tr.SetConfigured(quota.Limit(limit))
+	}
 	w.epochStart = w.now()
 	w.logf("platform: limit %v, other clusters %v", limit, other)
+}
+
+// restartWaits makes G1 count from now for every pod: the platform changed in a way that may
+// take room (a leak) rather than give it.
+func (w *World) restartWaits() {
+	for _, p := range w.pods {
+		p.fitsSince = time.Time{}
+	}
 }
 
 // demand adds pods now and then and ends running ones.
@@ -326,7 +362,6 @@ func (w *World) verdicts() {
 			g.joinAt = w.now().Add(joinMin + time.Duration(w.rng.Int64N(int64(joinMax-joinMin))))
 			w.tr.Accepted(name)
 			w.Stats.Accepted++
-			w.starvedSince = time.Time{}
 			w.logf("%s (%s) accepted", name, flavorNames[g.flavor])
 			continue
 		}
@@ -339,6 +374,23 @@ func (w *World) verdicts() {
 		g.state = refusedState
 		w.logf("%s (%s, probe %v) refused: engine held %v (leaks %v), limit %v, deserved %v; tracker point %v for %s",
 			name, flavorNames[g.flavor], g.probe, held, w.eng.Leaked(w.now()), limit, deserved, r.Point, r.For)
+		if g.probe {
+			w.Stats.ProbeRefusals++
+			w.probeRefusals = append(w.probeRefusals, w.now())
+			n := 0
+			for _, at := range w.probeRefusals {
+				if w.now().Sub(at) < time.Hour {
+					n++
+				}
+			}
+			w.Stats.MaxProbeRefusalsInAnHour = max(w.Stats.MaxProbeRefusalsInAnHour, n)
+			if n > quota.MaxProbeRefusalsPerHour {
+				w.pendingViolation = w.violation("G2: %d refused probes within an hour (at most %d)", n, quota.MaxProbeRefusalsPerHour)
+			}
+		}
+		if w.configured && w.pendingViolation == nil {
+			w.pendingViolation = w.violation("G2: %s refused although the configured limit is the organisation's real one", name)
+		}
 		if deserved && g.probe {
 			// A probe flies alone: its refusal told the tracker exactly this use is refused.
 			key := fmt.Sprintf("%d/%v/%v", g.flavor, nonLeak, limit)
@@ -415,6 +467,17 @@ func (w *World) observe() {
 // that holds it and that the provider offers (not Blocked, within the headroom known), and
 // the tracker admits it or not.
 func (w *World) launch() {
+	// The cloud provider's look at the pending pods: the smallest flavor one can use bounds
+	// the probes.
+	smallest := -1
+	for _, p := range w.pods {
+		if p.state == pending && (smallest < 0 || p.min < smallest) {
+			smallest = p.min
+		}
+	}
+	if smallest >= 0 {
+		w.tr.ProbeAtMost(flavors[smallest])
+	}
 	offered := w.offered()
 	for _, p := range w.pods {
 		if p.state != pending {
@@ -466,52 +529,63 @@ func (w *World) check() *Violation {
 	}
 	// A change can make both resources' proofs stale: one round each to find out, and one more
 	// each time CKE's default is trusted again after its contradiction was forgotten.
-	if rounds := len(w.undeserved[w.epochStart]); rounds > 2+int(w.now().Sub(w.epochStart)/(quota.RefusalMemory+quota.MaxRefusalMemory)) {
+	if rounds := len(w.undeserved[w.epochStart]); rounds > 2+int(w.now().Sub(w.epochStart)/(quota.RefusalMemory+quota.DefaultDoubt)) {
 		return w.violation("G2: %d rounds of refusals the real headroom did not call for since the platform last changed", rounds)
 	}
-	if w.now().Sub(w.epochStart) < settleAfter {
-		w.starvedSince = time.Time{}
-		return nil
+	// G2: a probe flies alone, since the engine judges the launches awaiting a verdict together
+	// and refuses them together: a launch beside a probe shares its refusal.
+	awaitingNow, probe := 0, ""
+	for _, name := range w.sortedGroups() {
+		if g := w.groups[name]; g.state == awaiting && !g.deleting {
+			awaitingNow++
+			if g.probe {
+				probe = name
+			}
+		}
 	}
-	if !w.someoneFits() || w.launchesAwaiting() {
-		w.starvedSince = time.Time{}
-		return nil
+	if probe != "" && awaitingNow > 1 {
+		return w.violation("G2: probe %s awaits its verdict beside %d other launches", probe, awaitingNow-1)
 	}
-	if w.starvedSince.IsZero() {
-		w.starvedSince = w.now()
-		return nil
+	// G1, per pod: once the platform has room for a pending pod's smallest flavor, the pod
+	// gets its group within quota.UptakeBound, whatever happened before.
+	unmet := false
+	for _, p := range w.pods {
+		if g := w.groups[p.group]; p.state == running || (p.state == launching && g != nil && g.state != awaiting && g.state != refusedState) {
+			if !p.fitsSince.IsZero() {
+				w.Stats.Waits = append(w.Stats.Waits, w.now().Sub(p.fitsSince))
+			}
+			p.fitsSince = time.Time{}
+			continue
+		}
+		if p.state == pending && !w.fits(p) {
+			unmet = true
+			p.fitsSince = time.Time{}
+			continue
+		}
+		if p.state != pending && p.fitsSince.IsZero() {
+			continue // launched before the platform had room: its verdict will tell
+		}
+		if p.fitsSince.IsZero() {
+			p.fitsSince, p.launchesBefore = w.now(), w.Stats.Launches
+			continue
+		}
+		waited := w.now().Sub(p.fitsSince)
+		w.Stats.LongestWait = max(w.Stats.LongestWait, waited)
+		ahead := w.Stats.Launches - p.launchesBefore
+		if bound := quota.UptakeBound + time.Duration(ahead)*(w.decision+step); waited > bound {
+			return w.violation("G1: pod %d (%s) waited %s with room for it upstream (bound %s: %s and %d launches ahead)", p.id, flavorNames[p.min], waited, bound, quota.UptakeBound, ahead)
+		}
 	}
-	waited := w.now().Sub(w.starvedSince)
-	w.Stats.LongestWait = max(w.Stats.LongestWait, waited)
-	bound := g1Static
-	if w.now().Sub(w.epochStart) < g1Changed && w.epochStart != w.epochZero() {
-		bound = g1Changed
-	}
-	if waited > bound {
-		return w.violation("G1: a pod that fits the platform's real headroom waited %s (bound %s)", waited, bound)
+	if unmet {
+		w.Stats.UnmetDemand += step
 	}
 	return nil
 }
 
-// someoneFits: a pending pod's smallest flavor fits what the engine really has left.
-func (w *World) someoneFits() bool {
-	opts := w.eng.Options()
-	held := w.eng.Held(w.now())
-	for _, p := range w.pods {
-		if p.state == pending && held.Add(quotaengine.Usage(flavors[p.min])).Fits(opts.Limit) {
-			return true
-		}
-	}
-	return false
-}
-
-func (w *World) launchesAwaiting() bool {
-	for _, g := range w.groups {
-		if g.state == awaiting && !g.deleting {
-			return true
-		}
-	}
-	return false
+// fits says whether the platform has room for a pod's smallest flavor now: what the engine
+// holds (leaks included) and it, within the limit.
+func (w *World) fits(p *pod) bool {
+	return w.eng.Held(w.now()).Add(quotaengine.Usage(flavors[p.min])).Fits(w.eng.Options().Limit)
 }
 
 func (w *World) sortedGroups() []string {
