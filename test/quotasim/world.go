@@ -42,7 +42,7 @@ const (
 	minDecisionDelay = 500 * time.Millisecond
 	maxDecisionDelay = 5 * time.Second
 	joinMin          = 26 * time.Second
-	joinMax       = 185 * time.Second
+	joinMax          = 185 * time.Second
 	// teardown is how long a deleted group's VM takes to go (§6: 30–40 s): the engine holds
 	// it, and the cluster's count shows it deleting, until then.
 	teardown = 36 * time.Second
