@@ -75,6 +75,12 @@ func TestCLIRefusesBadValues(t *testing.T) {
 		{"port out of range", "settings: {metricsPort: 70000}", []string{"values.settings.metricsPort", "out of bound <=65535"}},
 		{"negative quota", "settings: {quota: {cpu: -1}}", []string{"values.settings.quota.cpu", "out of bound >=0"}},
 		{"malformed duration", "settings: {pricing: {refreshPeriod: 12 hours}}", []string{"values.settings.pricing.refreshPeriod", `invalid value "12 hours" (out of bound =~`}},
+		// The controller's bounds on durations, which JSON Schema cannot state (issue 32).
+		{"give-up time past core's registration timeout", "settings: {launchGiveUpAfter: 20m}", []string{"values.settings._refused.launchGiveUpAfter", `"20m": must be below 15m`}},
+		{"zero acceptance timeout", "settings: {acceptanceTimeout: 0s}", []string{"values.settings._refused.acceptanceTimeout", `"0s": must be positive`}},
+		{"zero batch window", "settings: {batchMaxDuration: 0s}", []string{"values.settings._refused.batchMaxDuration", `"0s": must be positive`}},
+		{"duration Go cannot hold", "settings: {pricing: {refreshPeriod: 9999999999h}}", []string{"values.settings.pricing.refreshPeriod", "does not satisfy time.Duration"}},
+		{"url the controller cannot parse", `settings: {pricing: {apiURL: "http://a/%zz"}}`, []string{"values.settings.pricing.apiURL", `invalid value "http://a/%zz"`}},
 		{"log level", "settings: {logLevel: trace}", []string{"values.settings.logLevel", `conflicting values "info" and "trace"`}},
 		{"url scheme", `settings: {pricing: {apiURL: "ftp://x"}}`, []string{"values.settings.pricing.apiURL", `invalid value "ftp://x" (out of bound =~"^(https?://`}},
 		{"extraEnv shadows a setting", "extraEnv: [{name: LOG_LEVEL, value: debug}]", []string{"values.extraEnv.0.name", `!="LOG_LEVEL"`}},

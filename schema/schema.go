@@ -30,9 +30,6 @@ const (
 	// DurationPattern is a Go duration as time.ParseDuration reads it, without a sign: the
 	// controller rejects durations that are not positive.
 	DurationPattern = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// urlPattern accepts what the settings' url check accepts: empty, or an absolute http(s)
-	// URL with a host.
-	urlPattern      = `^(https?://[^/?#\s]+([/?#]\S*)?)?$`
 	quantityPattern = `^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[mkMGTPE]|u|n)?$`
 	// The CleverNodeClass label rules mirror the CRD's CEL rules (the apiserver remains the
 	// authority); here they give examples and editors the same answer without a cluster. The
@@ -184,23 +181,34 @@ func annotateSettings(s *jsonschema.Schema) error {
 			def = v
 		}
 		p.Default = def
-		if e, ok := f.Tag.Lookup("enum"); ok {
+		// The rule Load applies, stated for the render (settings.Rule is its one home).
+		r := f.Rule()
+		if len(r.Enum) > 0 {
 			p.Enum = nil
-			for _, v := range bytes.Split([]byte(e), []byte(",")) {
-				p.Enum = append(p.Enum, string(v))
+			for _, v := range r.Enum {
+				p.Enum = append(p.Enum, v)
 			}
 		}
-		if v, ok := f.Tag.Lookup("pattern"); ok {
-			p.Pattern = v
+		if r.Pattern != "" {
+			p.Pattern = r.Pattern
 		}
-		if f.Tag.Get("format") == "url" {
-			p.Pattern = urlPattern
+		if r.URL {
+			p.Pattern = settings.URLPattern
 		}
-		if v, ok := f.Tag.Lookup("min"); ok {
-			p.Minimum = json.Number(v)
+		if r.Min != nil {
+			p.Minimum = json.Number(strconv.Itoa(*r.Min))
 		}
-		if v, ok := f.Tag.Lookup("max"); ok {
-			p.Maximum = json.Number(v)
+		if r.Max != nil {
+			p.Maximum = json.Number(strconv.Itoa(*r.Max))
+		}
+		if r.Kind == settings.KindDuration {
+			// JSON Schema cannot compare durations: the bundle enforces these at render
+			// (cue/values.cue), as time.ParseDuration reads the value.
+			bounds := map[string]string{"exclusiveMinimum": "0s"}
+			if r.BelowText != "" {
+				bounds["exclusiveMaximum"] = r.BelowText
+			}
+			p.Extras["x-duration"] = bounds
 		}
 	}, &settings.Settings{})
 	if len(errs) > 0 {

@@ -24,7 +24,10 @@ import (
 type Settings struct {
 	// Region is the CKE region advertised as the zone of every instance type; also the
 	// price-system zone_id when the refresher is enabled.
-	Region string `json:"region" env:"CLEVER_CLOUD_REGION" default:"par" pattern:"^[a-z][a-z0-9-]*$"`
+	//
+	// A refused region stops the controller: it says where the cluster is, which no default
+	// can know, and a guess would label and price every node launched under it.
+	Region string `json:"region" env:"CLEVER_CLOUD_REGION" default:"par" pattern:"^[a-z][a-z0-9-]*$" fallback:"none"`
 	// Topology restricts the dynamic flavor list to one CKE topology (DISTRIBUTED,
 	// ALL_IN_ONE, DEDICATED_COMPUTE). Empty takes the union of every topology's list. It
 	// applies only while the price refresher can read the product listing, which answers 401
@@ -154,12 +157,71 @@ func Defaults() Settings {
 	return s
 }
 
-// Load reads the settings from the process environment. The error names every variable
-// that is wrong.
-func Load() (Settings, error) { return load(os.LookupEnv) }
+// Load reads the settings of a starting controller from the process environment. A value the
+// controller refuses does not stop it when its setting has a safe default: the setting runs
+// on its default, the refusal is reported (stderr, and karpenter_clevercloud_settings_refused
+// for the leader's alerts) and the default is written back to the environment, since
+// Karpenter core reads some of the same variables itself and would otherwise exit on them.
+// A process keeps nothing from an earlier start, so the default is the last good value it
+// knows. The error names every refused setting that has no safe default (Region).
+func Load() (Settings, error) {
+	s, refused, err := Lenient(os.LookupEnv)
+	for _, r := range refused {
+		fmt.Fprintf(os.Stderr, "karpenter-clevercloud: %v\n", r)
+		if err := os.Setenv(r.Env, r.Default); err != nil {
+			return s, fmt.Errorf("%s: writing back its default: %w", r.Env, err)
+		}
+	}
+	ReportRefusals(refused)
+	return s, err
+}
 
-// LoadFrom reads the settings from a lookup function, for tests and for the bundle's checks.
+// LoadFrom reads the settings from a lookup function, strictly: the error names every
+// variable that is wrong. For tests and for the bundle's checks.
 func LoadFrom(lookup func(string) (string, bool)) (Settings, error) { return load(lookup) }
+
+// Refusal is a setting whose value the controller refused, and the default it runs on.
+type Refusal struct {
+	// Path is the setting's path under values.settings; Env its variable.
+	Path, Env string
+	// Value is the value refused, as the environment spelled it.
+	Value string
+	// Default is the value used instead, as the environment spells it.
+	Default string
+	// Err says why the value was refused.
+	Err error
+}
+
+func (r Refusal) Error() string {
+	return fmt.Sprintf("%s=%q: %v; running on its default %q (settings.%s)", r.Env, r.Value, r.Err, r.Default, r.Path)
+}
+
+// Lenient reads the settings as Load does, without touching the process: each refused value
+// of a setting with a safe default is replaced by that default and returned as a Refusal; the
+// error names the refused settings that have none.
+func Lenient(lookup func(string) (string, bool)) (Settings, []Refusal, error) {
+	var s Settings
+	var refused []Refusal
+	var errs []error
+	Walk(func(f Field) {
+		raw, ok := lookup(f.Env)
+		if !ok {
+			raw = f.Default
+		}
+		err := f.set(strings.TrimSpace(raw))
+		switch {
+		case err == nil:
+		case f.Rule().NoFallback:
+			errs = append(errs, fmt.Errorf("%s=%q: %w (no default is safe: fix settings.%s)", f.Env, raw, err, f.Path))
+		default:
+			if derr := f.set(f.Default); derr != nil {
+				panic(fmt.Sprintf("settings: default of %s does not parse: %v", f.Path, derr))
+			}
+			refused = append(refused, Refusal{Path: f.Path, Env: f.Env, Value: raw, Default: f.Default, Err: err})
+		}
+	}, &s)
+	return s, refused, errors.Join(errs...)
+}
 
 func load(lookup func(string) (string, bool)) (Settings, error) {
 	var s Settings
@@ -216,9 +278,10 @@ func walk(fn func(Field), v reflect.Value, prefix string) {
 }
 
 func (f Field) set(raw string) error {
+	r := f.Rule()
 	switch p := f.value.Addr().Interface().(type) {
 	case *string:
-		if err := f.check(raw); err != nil {
+		if err := r.checkString(raw); err != nil {
 			return err
 		}
 		*p = raw
@@ -233,11 +296,11 @@ func (f Field) set(raw string) error {
 		if err != nil {
 			return errors.New("not an integer")
 		}
-		if lo, ok := f.Tag.Lookup("min"); ok && n < atoi(lo) {
-			return fmt.Errorf("below the minimum %s", lo)
+		if r.Min != nil && n < *r.Min {
+			return fmt.Errorf("below the minimum %d", *r.Min)
 		}
-		if hi, ok := f.Tag.Lookup("max"); ok && n > atoi(hi) {
-			return fmt.Errorf("above the maximum %s", hi)
+		if r.Max != nil && n > *r.Max {
+			return fmt.Errorf("above the maximum %d", *r.Max)
 		}
 		*p = n
 	case *Duration:
@@ -248,8 +311,8 @@ func (f Field) set(raw string) error {
 		if d <= 0 {
 			return errors.New("must be positive")
 		}
-		if below, ok := f.Tag.Lookup("below"); ok && d >= mustParseDuration(below) {
-			return fmt.Errorf("must be below %s", below)
+		if r.Below > 0 && d >= r.Below {
+			return fmt.Errorf("must be below %s", r.BelowText)
 		}
 		p.Duration = d
 	default:
@@ -258,16 +321,16 @@ func (f Field) set(raw string) error {
 	return nil
 }
 
-func (f Field) check(raw string) error {
-	if enum, ok := f.Tag.Lookup("enum"); ok && !slices.Contains(strings.Split(enum, ","), raw) {
-		return fmt.Errorf("must be one of %s", strings.ReplaceAll(enum, ",", ", "))
+func (r Rule) checkString(raw string) error {
+	if len(r.Enum) > 0 && !slices.Contains(r.Enum, raw) {
+		return fmt.Errorf("must be one of %s", strings.Join(r.Enum, ", "))
 	}
-	if pattern, ok := f.Tag.Lookup("pattern"); ok && !mustCompile(pattern).MatchString(raw) {
-		return fmt.Errorf("must match %s", pattern)
+	if r.Pattern != "" && !mustCompile(r.Pattern).MatchString(raw) {
+		return fmt.Errorf("must match %s", r.Pattern)
 	}
-	if f.Tag.Get("format") == "url" && raw != "" {
+	if r.URL && raw != "" {
 		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !mustCompile(URLPattern).MatchString(raw) {
 			return errors.New("must be an absolute http(s) URL")
 		}
 	}

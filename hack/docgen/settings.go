@@ -69,7 +69,7 @@ func Settings(root string) ([]Setting, error) {
 		if strings.Split(sf.Tag.Get("json"), ",")[0] == "-" {
 			key = ""
 		}
-		out = append(out, Setting{Field: f, Key: key, Kind: kind(sf.Type), Doc: doc, Rule: rule(sf)})
+		out = append(out, Setting{Field: f, Key: key, Kind: kind(sf.Type), Doc: doc, Rule: rule(f.Rule())})
 	}, &s)
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("settings without a doc comment: %s", strings.Join(missing, ", "))
@@ -135,39 +135,40 @@ func kind(t reflect.Type) string {
 	}
 }
 
-// rule says in words what settings.Load accepts for the field: its tags and its type.
-func rule(sf reflect.StructField) string {
+// rule says in words what settings.Load accepts for the field: its settings.Rule, which the
+// bundle's render enforces too.
+func rule(r settings.Rule) string {
 	var rs []string
-	tag := sf.Tag
-	switch kind(sf.Type) {
-	case "boolean":
+	switch r.Kind {
+	case settings.KindBool:
 		rs = append(rs, "`true` or `false` (also `1`, `0`, `t`, `f`)")
-	case "integer":
-		lo, hasLo := tag.Lookup("min")
-		hi, hasHi := tag.Lookup("max")
+	case settings.KindInt:
 		switch {
-		case hasLo && hasHi:
-			rs = append(rs, fmt.Sprintf("an integer from %s to %s", lo, hi))
-		case hasLo:
-			rs = append(rs, "an integer ≥ "+lo)
+		case r.Min != nil && r.Max != nil:
+			rs = append(rs, fmt.Sprintf("an integer from %d to %d", *r.Min, *r.Max))
+		case r.Min != nil:
+			rs = append(rs, fmt.Sprintf("an integer ≥ %d", *r.Min))
 		default:
 			rs = append(rs, "an integer")
 		}
-	case "duration":
-		r := "a positive Go duration (`90s`, `12h`)"
-		if below, ok := tag.Lookup("below"); ok {
-			r += ", below `" + below + "`"
+	case settings.KindDuration:
+		d := "a positive Go duration (`90s`, `12h`)"
+		if r.BelowText != "" {
+			d += ", below `" + r.BelowText + "`"
 		}
-		rs = append(rs, r)
+		rs = append(rs, d)
 	}
-	if enum, ok := tag.Lookup("enum"); ok {
-		rs = append(rs, "one of `"+strings.ReplaceAll(enum, ",", "`, `")+"`")
+	if len(r.Enum) > 0 {
+		rs = append(rs, "one of `"+strings.Join(r.Enum, "`, `")+"`")
 	}
-	if p, ok := tag.Lookup("pattern"); ok {
-		rs = append(rs, "matches `"+p+"`")
+	if r.Pattern != "" {
+		rs = append(rs, "matches `"+r.Pattern+"`")
 	}
-	if tag.Get("format") == "url" {
+	if r.URL {
 		rs = append(rs, "empty, or an absolute `http` or `https` URL")
+	}
+	if r.NoFallback {
+		rs = append(rs, "a refused value stops the controller")
 	}
 	if len(rs) == 0 {
 		return "any string"
@@ -277,8 +278,11 @@ func SettingsPage(root string) ([]byte, error) {
 	b.WriteString(generatedHeader("Settings", "go run ./hack/docgen"))
 	b.WriteString("The controller is configured by environment variables only; the bundle sets them from\n")
 	b.WriteString("`values.settings` (`cue/values.cue`, checked against `schema/values.schema.json`). Two groups:\n\n")
-	b.WriteString("- [the provider's settings](#the-providers-settings) (`controller/settings`): validated before\n")
-	b.WriteString("  start-up; a bad value stops the controller with a message naming the variable, exit code 2;\n")
+	b.WriteString("- [the provider's settings](#the-providers-settings) (`controller/settings`): validated at\n")
+	b.WriteString("  render, by the same rules (`settings.Rule`), and again at start-up, where a refused value\n")
+	b.WriteString("  gives way to the setting's default, reported in the log and in\n")
+	b.WriteString("  `karpenter_clevercloud_settings_refused`; only a refused region stops the controller, exit code 2\n")
+	b.WriteString("  ([troubleshooting](../troubleshooting.md#a-setting-is-refused));\n")
 	b.WriteString("- [Karpenter core's options](#karpenter-cores-options) (`sigs.k8s.io/karpenter`\n")
 	b.WriteString("  `pkg/operator/options`), read by core itself, as environment variables or as flags.\n\n")
 	b.WriteString("Some variables are in both: the provider validates them first, core uses them.\n\n")
