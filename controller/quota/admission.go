@@ -52,6 +52,9 @@ func (t *Tracker) Try(group string, u Usage) (Admission, Usage) {
 	if t.groups[group].State != GroupUncharged {
 		return Admitted, Usage{} // already counted: an adopted group
 	}
+	if t.restoringLocked() {
+		return Busy, Usage{}
+	}
 	delete(t.launches, group) // a retried launch of the same group is judged afresh
 	delete(t.reservations, group)
 	used := t.usedLocked()

@@ -212,6 +212,9 @@ type Tracker struct {
 	// probeCeiling is the smallest flavor a pending pod can use, and when it was last said
 	// (ProbeAtMost).
 	probeCeiling reservation
+	// restoreBy is when launches stop waiting for a snapshot (AwaitRestore); zero when they
+	// do not wait.
+	restoreBy time.Time
 	// changed is closed at every change (Changed).
 	changed chan struct{}
 }

@@ -1,6 +1,7 @@
 package quota_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -451,4 +452,47 @@ func TestACountedAcceptanceEndsAProbe(t *testing.T) {
 	g.Expect(tr.ProbesInFlight()).To(BeZero())
 	a, _ = tr.Try("next", f2XS)
 	g.Expect(a).To(Equal(quota.Admitted))
+}
+
+// What a restart or a new leader must not forget comes back from a snapshot, each memory until
+// its own end, never longer; a configured limit still wins over what was restored.
+func TestASnapshotRestoresEveryMemoryUntilItsEnd(t *testing.T) {
+	g := NewWithT(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	tr := quota.NewTracker(clk, quota.Limit{})
+	observeProven(tr, controlPlane)
+	a, _ := tr.Try("xl", fXL)
+	g.Expect(a).To(Equal(quota.Admitted))
+	tr.Refused("xl", fXL)
+	clk.Step(time.Minute)
+	raw, err := json.Marshal(tr.Snapshot())
+	g.Expect(err).NotTo(HaveOccurred())
+	var s quota.Snapshot
+	g.Expect(json.Unmarshal(raw, &s)).To(Succeed())
+	g.Expect(s.Refused).To(HaveLen(1))
+	g.Expect(s.Leaks).To(HaveLen(1))
+	g.Expect(s.Summary()).To(ContainSubstring("next probe"))
+
+	// The new leader: launches wait for the restore, then nothing probes into the leak.
+	next := quota.NewTracker(clk, quota.Limit{})
+	next.AwaitRestore()
+	observeProven(next, controlPlane)
+	a, _ = next.Try("2xs", f2XS)
+	g.Expect(a).To(Equal(quota.Busy), "launches wait for the saved state")
+	next.Restore(s)
+	next.Restore(s) // twice is harmless
+	g.Expect(next.Blocked(fXL)).To(BeTrue())
+	g.Expect(next.Blocked(f2XS)).To(BeTrue(), "the refused XL's leak may still hold: no probe into it")
+	clk.Step(quota.LeakTTL - time.Minute - time.Second)
+	observeProven(next, controlPlane)
+	g.Expect(next.Blocked(f2XS)).To(BeTrue())
+	clk.Step(time.Second)
+	observeProven(next, controlPlane)
+	g.Expect(next.Blocked(fXL)).To(BeFalse(), "restored memories end when they would have: no lockout longer than before")
+	g.Expect(next.Snapshot().Refused).To(BeEmpty())
+
+	// A configured limit wins over a restored refusal.
+	configured := quota.NewTracker(clk, quota.Limit{CPU: 100, GB: 100})
+	configured.Restore(quota.Snapshot{Refused: []quota.Remembered{{Use: quota.Usage{CPU: 32, GB: 56}, Until: clk.Now().Add(time.Minute)}}})
+	g.Expect(configured.Snapshot().Refused).To(BeEmpty())
 }
