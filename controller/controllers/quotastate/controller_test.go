@@ -81,8 +81,8 @@ func TestANewLeaderResumesFromTheSavedState(t *testing.T) {
 	first.AwaitRestore()
 	stopFirst := run(g, ns, first)
 	observe(first)
-	g.Eventually(func() quota.Admission { a, _ := first.Try("xl", xl); return a }).WithTimeout(10 * time.Second).
-		WithPolling(100 * time.Millisecond).Should(Equal(quota.Admitted), "nothing saved yet: the first leader launches once it read so")
+	g.Eventually(func() quota.Admission { a, _ := first.Try("xl", xl); return a }).WithTimeout(10*time.Second).
+		WithPolling(100*time.Millisecond).Should(Equal(quota.Admitted), "nothing saved yet: the first leader launches once it read so")
 	first.Refused("xl", xl)
 	g.Eventually(func(g Gomega) { g.Expect(saved(g, ns).Leaks).To(HaveLen(1)) }).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 	stopFirst()
@@ -94,8 +94,8 @@ func TestANewLeaderResumesFromTheSavedState(t *testing.T) {
 	g.Expect(a).To(Equal(quota.Busy), "a new leader launches nothing before it has read the saved state")
 	stopNext := run(g, ns, next)
 	defer stopNext()
-	g.Eventually(func() quota.Admission { a, _ := next.Try("2xs", twoXS); return a }).WithTimeout(10 * time.Second).
-		WithPolling(100 * time.Millisecond).Should(Equal(quota.NoRoom), "the XL's leak is still suspected: no probe")
+	g.Eventually(func() quota.Admission { a, _ := next.Try("2xs", twoXS); return a }).WithTimeout(10*time.Second).
+		WithPolling(100*time.Millisecond).Should(Equal(quota.NoRoom), "the XL's leak is still suspected: no probe")
 	g.Expect(next.Blocked(xl)).To(BeTrue())
 }
 
