@@ -344,11 +344,3 @@ func mustParseDuration(s string) time.Duration {
 	}
 	return d
 }
-
-func atoi(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		panic(fmt.Sprintf("settings: bad integer bound %q", s))
-	}
-	return n
-}
