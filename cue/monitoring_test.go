@@ -310,6 +310,7 @@ func TestPrometheusRule(t *testing.T) {
 		"karpenter_clevercloud_pricing_last_success_timestamp_seconds",
 		"leader_election_master_status",
 		"karpenter_cluster_state_unsynced_time_seconds",
+		"karpenter_clevercloud_settings_refused",
 	} {
 		if !covered[m] {
 			t.Errorf("no alert watches %s", m)
