@@ -89,11 +89,12 @@ test: sim-bin build ## Run every test: unit, integration on a real apiserver, si
 
 FUZZTIME ?= 2m
 .PHONY: fuzz
-fuzz: ## Fuzz the price-API decoders, the quota-message parser and the label rule (FUZZTIME each; CI runs 10s).
+fuzz: ## Fuzz the price-API decoders, the quota-message parser, the label rule and the settings' URL rule (FUZZTIME each; CI runs 10s).
 	go test -run '^$$' -fuzz '^FuzzDecodeProduct$$' -fuzztime $(FUZZTIME) ./controller/pricing/pricedoc
 	go test -run '^$$' -fuzz '^FuzzDecodePriceSystem$$' -fuzztime $(FUZZTIME) ./controller/pricing/pricedoc
 	go test -run '^$$' -fuzz '^FuzzParseQuotaMessage$$' -fuzztime $(FUZZTIME) ./controller/nodegroup
 	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./controller/labels
+	go test -run '^$$' -fuzz '^FuzzURLPatternIsAccepted$$' -fuzztime $(FUZZTIME) ./controller/settings
 
 SOAK_SEEDS ?= 5000
 .PHONY: soak
