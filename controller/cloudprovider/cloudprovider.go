@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,7 +218,9 @@ func (c *CloudProvider) readyNodeClass(ctx context.Context, claim *karpv1.NodeCl
 // pick chooses the cheapest available flavor compatible with the claim's requirements whose
 // allocatable fits its requests, honouring NodeOverlay prices and capacities when enabled.
 func (c *CloudProvider) pick(ctx context.Context, claim *karpv1.NodeClaim) (*cloudprovider.InstanceType, error) {
-	its, blocked, headroom := c.instanceTypes()
+	its, blocked, headroom := c.instanceTypes(slices.ContainsFunc(claim.Spec.Requirements, func(r karpv1.NodeSelectorRequirementWithMinValues) bool {
+		return r.MinValues != nil
+	}))
 	if c.overlays != nil && options.FromContext(ctx).FeatureGates.NodeOverlay {
 		var err error
 		if its, err = c.overlays.ApplyAll(claim.Labels[karpv1.NodePoolLabelKey], its); err != nil {

@@ -22,6 +22,9 @@ const (
 	ReasonAcceptanceTimedOut = "NodeGroupAcceptanceTimedOut"
 	ReasonDeleteRefused      = "NodeGroupDeleteRefused"
 	ReasonQuotaLimited       = "QuotaLimitsFlavors"
+	// ReasonWaitingOnQuota is on a pending pod: every flavor that holds it waits on the
+	// organisation quota.
+	ReasonWaitingOnQuota = "WaitingOnQuota"
 	// ReasonRefused: the operator refused a group for a reason the provider cannot classify.
 	ReasonRefused = "NodeGroupRefused"
 	// ReasonFlavorUnsupported: the apiserver refused the flavor (the served CRD's enum).
@@ -73,6 +76,32 @@ func quotaLimited(pool *karpv1.NodePool, blocked []string, headroom quota.Usage)
 			quota.FormatHeadroom(headroom), strings.Join(blocked, ", "), quota.RefusalMemory, quota.LeakLifetime),
 		DedupeValues:  []string{pool.Name, strings.Join(blocked, ",")},
 		DedupeTimeout: 5 * time.Minute,
+	}
+}
+
+// waitingOnQuotaDedupe is how often a pod is told again that it waits on the quota, with the
+// next attempt's time as it is then.
+const waitingOnQuotaDedupe = 5 * time.Minute
+
+func waitingOnQuota(pod *corev1.Pod, pool string, size quota.Usage, headroom quota.Usage, s quota.Snapshot) events.Event {
+	msg := fmt.Sprintf("Waiting on the organisation quota: NodePool %s holds this pod on a node charging %s at least, which the quota keeps from launching now (headroom %s).", pool, size, quota.FormatHeadroom(headroom))
+	if !s.NextProbe.IsZero() {
+		msg += fmt.Sprintf(" Next attempt no sooner than %s (a refused launch's reservation may leak upstream until then).", s.NextProbe.UTC().Format(time.RFC3339))
+	}
+	for _, r := range s.Refused {
+		if r.Use.FitsIn(s.InUse.Add(size)) {
+			msg += fmt.Sprintf(" The quota refused a use of %s, not tried again before %s.", r.Use, r.Until.UTC().Format(time.RFC3339))
+			break
+		}
+	}
+	msg += " Ends when another cluster of the organisation frees quota or running nodes go; or raise the organisation's quota and set settings.quota, so launches fly at once."
+	return events.Event{
+		InvolvedObject: pod,
+		Type:           corev1.EventTypeNormal,
+		Reason:         ReasonWaitingOnQuota,
+		Message:        msg,
+		DedupeValues:   []string{string(pod.UID)},
+		DedupeTimeout:  waitingOnQuotaDedupe,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -29,7 +30,7 @@ import (
 // others are offered as unavailable too (steering): Karpenter then packs the pods onto the
 // flavors that make the most of the headroom instead of the cheapest node for the batch.
 func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
-	its, blocked, headroom := c.instanceTypes()
+	its, blocked, headroom := c.instanceTypes(nodePool != nil && hasMinValues(nodePool))
 	if nodePool != nil {
 		if steered, h := c.steer(ctx, nodePool, its, headroom); len(steered) > 0 {
 			its = unavailableFlavors(its, steered)
@@ -44,14 +45,20 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.N
 }
 
 // instanceTypes returns the catalogue with unavailable offerings for the flavors the quota
-// rules out, the names of those flavors, and the headroom they were judged against.
-func (c *CloudProvider) instanceTypes() ([]*cloudprovider.InstanceType, []string, quota.Usage) {
+// rules out, the names of those flavors, and the headroom they were judged against. With
+// anySize (a pool or claim with minValues), a probe may be any flavor, not only the smallest a
+// pending pod can use.
+func (c *CloudProvider) instanceTypes(anySize bool) ([]*cloudprovider.InstanceType, []string, quota.Usage) {
+	blockedBy := c.quota.Blocked
+	if anySize {
+		blockedBy = c.quota.BlockedAnySize
+	}
 	its := c.catalog.InstanceTypes()
 	marked := c.rejected.snapshot()
 	headroom, limited := c.quota.Headroom()
 	var blocked []string
 	for _, it := range its {
-		if marked[it.Name] || (limited && !c.fits(it.Name, headroom)) || c.quota.Blocked(c.size(it.Name)) {
+		if marked[it.Name] || (limited && !c.fits(it.Name, headroom)) || blockedBy(c.size(it.Name)) {
 			blocked = append(blocked, it.Name)
 		}
 	}
@@ -98,9 +105,11 @@ const steeringIdleTTL = 200 * time.Millisecond
 type steering struct {
 	mu sync.Mutex
 	// ttl is how long a look with pending pods serves; steeringTTL when zero.
-	ttl      time.Duration
-	at       time.Time
-	pending  []quota.Demand
+	ttl     time.Duration
+	at      time.Time
+	pending []quota.Demand
+	// pods are the pending pods, in the order of pending.
+	pods     []*corev1.Pod
 	overhead quota.Demand
 	// decided are the flavors steered away from, by NodePool, for the headroom they were
 	// decided against, until the next look at the pods.
@@ -140,31 +149,37 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 		ttl = min(ttl, steeringIdleTTL)
 	}
 	if s.decided == nil || c.clock.Since(s.at) >= ttl {
-		pending, overhead, err := pendingDemand(ctx, c.kube)
+		pending, pods, overhead, err := pendingDemand(ctx, c.kube)
 		if err != nil {
 			log.FromContext(ctx).V(1).Info("cannot list pending pods, not steering", "error", err.Error())
 			return nil, headroom
 		}
-		s.at, s.pending, s.overhead, s.decided = c.clock.Now(), pending, overhead, map[string]steered{}
+		s.at, s.pending, s.pods, s.overhead, s.decided = c.clock.Now(), pending, pods, overhead, map[string]steered{}
 	}
 	if d, ok := s.decided[pool.Name]; ok && d.headroom == headroom && d.provisional == provisional {
 		return d.flavors, headroom
 	}
 	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(pool.Spec.Template.Spec.Requirements...)
-	var flavors []quota.Flavor
+	// all are the pool's flavors, offered or not: what a pending pod can use at all.
+	var flavors, all []quota.Flavor
 	for _, it := range its {
-		if len(it.Offerings.Available()) == 0 || !reqs.IsCompatible(it.Requirements, scheduling.AllowUndefinedWellKnownLabels) {
+		if !reqs.IsCompatible(it.Requirements, scheduling.AllowUndefinedWellKnownLabels) {
 			continue
 		}
 		alloc := it.Allocatable()
-		flavors = append(flavors, quota.Flavor{
+		f := quota.Flavor{
 			Name: it.Name, Size: c.size(it.Name), Pods: alloc.Pods().Value(),
 			Allocatable: quota.Demand{MilliCPU: alloc.Cpu().MilliValue(), Memory: alloc.Memory().Value()},
-		})
+		}
+		all = append(all, f)
+		if len(it.Offerings.Available()) > 0 {
+			flavors = append(flavors, f)
+		}
 	}
-	if smallest, ok := quota.SmallestWanted(flavors, s.pending, s.overhead); ok {
+	if smallest, ok := quota.SmallestWanted(all, s.pending, s.overhead); ok {
 		c.quota.ProbeAtMost(smallest)
 	}
+	c.reportWaitingOnQuota(pool, all, s.pending, s.pods, s.overhead, headroom)
 	steerer := quota.Steer
 	if provisional {
 		steerer = quota.SteerWithin
@@ -199,12 +214,13 @@ func hasMinValues(pool *karpv1.NodePool) bool {
 // pendingDemand lists, through the cache, the requests of the pods waiting for new capacity
 // (as Karpenter selects them) and the daemon sets' requests on a node (the median over nodes
 // that run any, so a control-plane node's extras do not count).
-func pendingDemand(ctx context.Context, kube client.Client) ([]quota.Demand, quota.Demand, error) {
+func pendingDemand(ctx context.Context, kube client.Client) ([]quota.Demand, []*corev1.Pod, quota.Demand, error) {
 	pods := &corev1.PodList{}
 	if err := kube.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, quota.Demand{}, fmt.Errorf("listing pods: %w", err)
+		return nil, nil, quota.Demand{}, fmt.Errorf("listing pods: %w", err)
 	}
 	var pending []quota.Demand
+	var pendingPods []*corev1.Pod
 	daemons := map[string]quota.Demand{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -214,6 +230,8 @@ func pendingDemand(ctx context.Context, kube client.Client) ([]quota.Demand, quo
 		switch {
 		case podutils.IsProvisionable(p):
 			pending = append(pending, demandOf(p))
+			// Only what an event names: the cache's pod is shared.
+			pendingPods = append(pendingPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}})
 		case podutils.IsOwnedByDaemonSet(p) && p.Spec.NodeName != "" && !podutils.IsTerminal(p):
 			d, r := daemons[p.Spec.NodeName], demandOf(p)
 			daemons[p.Spec.NodeName] = quota.Demand{MilliCPU: d.MilliCPU + r.MilliCPU, Memory: d.Memory + r.Memory}
@@ -225,7 +243,29 @@ func pendingDemand(ctx context.Context, kube client.Client) ([]quota.Demand, quo
 		slices.SortFunc(per, func(a, b quota.Demand) int { return cmp.Compare(a.MilliCPU+a.Memory>>20, b.MilliCPU+b.Memory>>20) })
 		overhead = per[len(per)/2]
 	}
-	return pending, overhead, nil
+	return pending, pendingPods, overhead, nil
+}
+
+// reportWaitingOnQuota tells each pending pod that the pool could hold, but only with a
+// flavor the quota keeps from launching now, that it waits on the quota, when the next attempt
+// comes and what ends the wait: the question a user asks first, answered where kubectl
+// describe shows it.
+func (c *CloudProvider) reportWaitingOnQuota(pool *karpv1.NodePool, flavors []quota.Flavor, pending []quota.Demand, pods []*corev1.Pod, overhead quota.Demand, headroom quota.Usage) {
+	var snap *quota.Snapshot
+	for i, d := range pending {
+		if i >= len(pods) {
+			return
+		}
+		size, ok := quota.SmallestWanted(flavors, []quota.Demand{d}, overhead)
+		if !ok || !c.quota.Blocked(size) {
+			continue
+		}
+		if snap == nil {
+			s := c.quota.Snapshot()
+			snap = &s
+		}
+		c.recorder.Publish(waitingOnQuota(pods[i], pool.Name, size, headroom, *snap))
+	}
 }
 
 func demandOf(p *corev1.Pod) quota.Demand {

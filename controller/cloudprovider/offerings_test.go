@@ -65,13 +65,13 @@ func TestARefusalWithoutMessageInfersTheLimit(t *testing.T) {
 		ContainSubstring(provider.ReasonQuotaExceeded),
 		ContainSubstring("flavor XL"),
 		ContainSubstring("at most 32 vCPU / 56 GB"),
-		ContainSubstring("not made for 15m0s"),
+		ContainSubstring("not made for "+quota.RefusalMemory.String()),
 	)))
-	// While the XL's reservation may leak, nothing is offered beside it; then everything but
-	// the XL, which would reach the refused use again.
+	// While the XL's reservation may leak, nothing is offered beside it; then everything, the
+	// XL's refused use forgotten with its leak.
 	g.Expect(quotaOffered(g, f, nil)).To(Equal(map[string]bool{"2XS": false, "XS": false, "S": false, "M": false, "L": false, "XL": false}))
 	f.clock.Step(quota.LeakLifetime)
-	g.Expect(quotaOffered(g, f, nil)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": true, "XL": false}))
+	g.Expect(quotaOffered(g, f, nil)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": true, "XL": true}))
 }
 
 // pendingPods creates n pods the scheduler marked unschedulable, as Karpenter sees them, and
@@ -136,11 +136,14 @@ func TestTheOfferingsSteerPendingPodsToTheFlavorsThatHoldTheMost(t *testing.T) {
 	pendingPods(t, g, 12, "1", "1Gi")
 	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": false, "M": false, "L": false, "XL": false}))
 	g.Expect(f.quota.Limit()).To(Equal(quota.Limit{}), "nothing learned: the limit is still unknown")
-	// More than the provisional headroom holds (another pool's use): nothing is hidden, so a
-	// probe can find a raised quota.
+	// More than the provisional headroom holds (another pool's use): nothing is steered away,
+	// so a probe can find a raised quota; but a probe is the smallest flavor a pending pod can
+	// use (it leaks least and proves most), so the flavors beyond CKE's default are offered
+	// only up to the 2XS that holds one of the pods.
 	f.quota.Record(quota.Observation{Usage: quota.Usage{CPU: 30, GB: 32}, Proven: quota.Usage{CPU: 30, GB: 32}})
 	f.clock.Step(provider.SteeringTTL)
-	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": true, "XL": true}))
+	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": false, "M": false, "L": false, "XL": false}))
+	g.Expect(drainEvents(f.events)).NotTo(ContainElement(ContainSubstring(provider.ReasonWaitingOnQuota)), "a 2XS may still launch: no pod waits on the quota")
 	// A pool with minValues is left whole: fewer flavors would fail it, a probe costs less.
 	f.quota.Record(controlPlane)
 	f.clock.Step(provider.SteeringTTL)
@@ -170,4 +173,33 @@ func TestTheOfferingsSteerPendingPodsToTheFlavorsThatHoldTheMost(t *testing.T) {
 	f.quota.Record(quota.Observation{})
 	f.clock.Step(provider.SteeringTTL)
 	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": true, "XL": true}))
+}
+
+// A pod whose smallest flavor the quota keeps from launching is told so on its own events:
+// that it waits on the quota, when the next attempt comes, and what ends the wait.
+func TestAPodWaitingOnTheQuotaIsToldWhyAndUntilWhen(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "waiting"}}
+	f.quota.Record(controlPlane)
+
+	// An XL is refused: its reservation may leak, so nothing launches until it would end.
+	nc := f.newClaim(g, "13", "1Gi")
+	done := f.create(nc)
+	verdict(g, awaitGroup(g, nc.Name), ngv1.PhaseQuotaExceeded, quotaExceeded(""))
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive())
+	drainEvents(f.events)
+
+	pendingPodsNamed(t, g, "waiter", 1, "1", "1Gi")
+	quotaOffered(g, f, pool)
+	g.Expect(drainEvents(f.events)).To(ContainElement(SatisfyAll(
+		ContainSubstring(provider.ReasonWaitingOnQuota),
+		ContainSubstring("Next attempt no sooner than"),
+		ContainSubstring("settings.quota"),
+	)))
+
+	// Once the leak would have ended, the 2XS may be probed: the pod no longer waits.
+	f.clock.Step(quota.LeakLifetime)
+	quotaOffered(g, f, pool)
+	g.Expect(drainEvents(f.events)).NotTo(ContainElement(ContainSubstring(provider.ReasonWaitingOnQuota)))
 }

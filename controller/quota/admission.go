@@ -75,7 +75,9 @@ func (t *Tracker) Try(group string, u Usage) (Admission, Usage) {
 			return Busy, h
 		}
 	case unsure:
-		if t.leakedLocked() != (Usage{}) || t.beyondProbeCeilingLocked(u) {
+		// The smallest-probe rule is the offerings' (Blocked), which know the pool's
+		// minValues; Try admits the flavor the offerings let Karpenter choose.
+		if t.leakedLocked() != (Usage{}) {
 			return NoRoom, h
 		}
 		if len(t.launches) > 0 {

@@ -383,15 +383,28 @@ func (t *Tracker) ProvisionalHeadroom() (Usage, bool) {
 // Blocked says whether a launch of size u would not be made now: it would be refused (beyond
 // the known limit, or at least as large as a remembered refusal in both resources), or it
 // must go as a probe while reservations suspected leaked upstream could make the probe's
-// verdict say nothing. Flavors it blocks are offered as unavailable.
+// verdict say nothing, or while a smaller flavor some pending pod can use should be probed
+// first (ProbeAtMost). Flavors it blocks are offered as unavailable.
 func (t *Tracker) Blocked(u Usage) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.blockedLocked(u, true)
+}
+
+// BlockedAnySize is Blocked without the smallest-probe rule, for a NodePool with minValues:
+// fewer flavors would fail it, and a larger probe costs less than a pool that cannot launch.
+func (t *Tracker) BlockedAnySize(u Usage) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.blockedLocked(u, false)
+}
+
+func (t *Tracker) blockedLocked(u Usage, smallestProbe bool) bool {
 	switch t.classifyLocked(t.usedLocked().Add(u)) {
 	case ruledOut:
 		return true
 	case unsure:
-		return t.leakedLocked() != (Usage{}) || t.beyondProbeCeilingLocked(u)
+		return t.leakedLocked() != (Usage{}) || (smallestProbe && t.beyondProbeCeilingLocked(u))
 	}
 	return false
 }
