@@ -74,8 +74,8 @@ func commands() []command {
 			synopsis: "[flags]",
 			summary:  "run the controller, as the bundle's Deployment does",
 			about: []string{
-				"Runs Karpenter with the Clever Cloud provider against the cluster of the in-cluster config, or of the current kubeconfig out of a cluster. The bundle's Deployment runs it with no arguments and configures it through environment variables: the provider's settings, validated before anything starts (a bad one stops the controller with exit code 2), and Karpenter core's options, each of which is also a flag.",
-				"Exit code 2: an invalid setting or a refused command line. The binary's other commands: " + Name + " help.",
+				"Runs Karpenter with the Clever Cloud provider against the cluster of the in-cluster config, or of the current kubeconfig out of a cluster. The bundle's Deployment runs it with no arguments and configures it through environment variables: the provider's settings, checked before anything starts (a refused value runs its setting on the default, reported, except where a default cannot be safe), and Karpenter core's options, each of which is also a flag.",
+				"Exit code 2: a refused setting without a safe default, or a refused command line. The binary's other commands: " + Name + " help.",
 			},
 			setup:     coreFlags,
 			usageExit: ExitUsage,
@@ -84,7 +84,7 @@ func commands() []command {
 			"Checks, read-only (get and list only), what the provider needs of the cluster of the current kubeconfig: the NodeGroup API and its flavors, the Kubernetes version, signs of CKE's own autoscaler, another Karpenter, where the controller will run, and the organisation quota in use. One line per check.",
 			"Exit code 0: every check passed; 2: no check failed, at least one warned; 1: a check failed, the cluster could not be read, or the command line was refused (a script that stops only on failures tests [ $? -ne 1 ], so a mistyped flag must not look like a warning).",
 		}, preflight.ExitFail, "kubeconfig", "bundle"),
-		valuesOrPreflight("values", "write a values file for the bundle from what a cluster shows", []string{
+		valuesOrPreflight("values", "write a values file from what a cluster shows", []string{
 			"Writes a values file for the bundle (cue export ./cue -l values: FILE) from what the cluster of the current kubeconfig shows, each choice under a comment saying where it comes from: placement for the topology, flavors, region, quota, and the upstream provider's Helm values where it is installed. It only reads the cluster.",
 			"An existing --output file is never replaced without --force. With --image, the file carries the controller image, and the render needs no -t image=.",
 			"Exit code 0: written; 1: not written (the cluster could not be read, the file exists, the image is refused); 2: the command line was refused.",
@@ -99,7 +99,7 @@ func commands() []command {
 		{
 			name:     "completion",
 			synopsis: "bash|zsh",
-			summary:  "print a shell completion script for commands and flags",
+			summary:  "print a shell completion script",
 			about: []string{
 				"Prints a completion script for bash or zsh, generated from the same table as this help. Load it in the current shell with: source <(" + Name + " completion bash), or for zsh: source <(" + Name + " completion zsh) after compinit, or save the zsh script as _" + Name + " in a directory of $fpath.",
 			},
@@ -112,7 +112,7 @@ func commands() []command {
 		{
 			name:        "help",
 			synopsis:    "[command]",
-			summary:     "print this, or a command's flags and exit codes (also --help, -h)",
+			summary:     "print this, or a command's flags (also --help, -h)",
 			about:       []string{"Prints the usage, or a command's: what it does, its flags and exit codes. COMMAND --help does the same."},
 			setup:       func(*flag.FlagSet) runner { return printHelp },
 			operands:    commandNames,
@@ -190,7 +190,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	}
 	cmd, ok := lookup(name)
 	if !ok {
-		fmt.Fprintf(stderr, "%s: unknown command %q: want one of %s\nRun '%s help' for usage.\n", Name, name, strings.Join(commandNames(), ", "), Name)
+		fmt.Fprintf(stderr, "%s: unknown command %q%s: want one of %s\nRun '%s help' for usage.\n", Name, name, didYouMean(name, commandNames(), ""), strings.Join(commandNames(), ", "), Name)
 		return ExitUsage, nil, false
 	}
 	fs := newFlagSet(cmd)
@@ -229,7 +229,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var operands []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, dashes(err)
+			return nil, dashes(fs, err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -243,14 +243,17 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// dashes rewrites the flag package's errors with the double dash the docs and the help use.
-func dashes(err error) error {
+// dashes rewrites the flag package's errors with the double dash the docs and the help use,
+// and suggests the flag an unknown one is likely a typo of.
+func dashes(fs *flag.FlagSet, err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return err
 	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return fmt.Errorf("unknown flag --%s", name)
+		var known []string
+		fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
+		return fmt.Errorf("unknown flag --%s%s", name, didYouMean(name, known, "--"))
 	}
 	for _, p := range []string{"flag needs an argument: -", "for flag -"} {
 		msg = strings.Replace(msg, p, p+"-", 1)
@@ -281,6 +284,42 @@ func (c command) operandsWord() string {
 		return "no arguments"
 	}
 	return fmt.Sprintf("one %s at most", c.operand)
+}
+
+// didYouMean suggests the known word closest to a mistyped one, within two edits, spelled with
+// prefix; empty when none is that close.
+func didYouMean(word string, known []string, prefix string) string {
+	best, bestDist := "", 3
+	for _, k := range known {
+		if d := editDistance(word, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + prefix + best + "?)"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func printVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {

@@ -129,7 +129,10 @@ func TestStrictCommandLines(t *testing.T) {
 		code int
 		says string
 	}{
-		{[]string{"prefligt"}, cli.ExitUsage, `unknown command "prefligt"`},
+		{[]string{"prefligt"}, cli.ExitUsage, `unknown command "prefligt" (did you mean preflight?)`},
+		{[]string{"status"}, cli.ExitUsage, `unknown command "status": want one of`},
+		{[]string{"values", "--kubconfig", "X"}, cli.ExitUsage, "unknown flag --kubconfig (did you mean --kubeconfig?)"},
+		{[]string{"--metric-port", "9000"}, cli.ExitUsage, "unknown flag --metric-port (did you mean --metrics-port?)"},
 		{[]string{"preflight", "--no-such-flag"}, preflight.ExitFail, "unknown flag --no-such-flag"},
 		{[]string{"preflight", "extra", "--kubeconfig", "X"}, preflight.ExitFail, `unexpected argument "extra"`},
 		{[]string{"preflight", "--kubeconfig"}, preflight.ExitFail, "flag needs an argument: --kubeconfig"},
@@ -277,32 +280,23 @@ func TestSettingsFromTheSettingsPackage(t *testing.T) {
 	}
 	g.Expect(byEnv["METRICS_PORT"]).To(Equal(cli.Setting{Env: "METRICS_PORT", Key: "settings.metricsPort", Kind: "integer", Default: "8080", Rule: "an integer from 1 to 65535", CoreFlag: "--metrics-port"}))
 	g.Expect(byEnv["NODEGROUP_LAUNCH_GIVE_UP_AFTER"].Rule).To(Equal("a positive duration (90s, 12h) below 15m"))
+	g.Expect(byEnv["PRICING_REFRESH_ENABLED"].Rule).To(Equal("true or false (also 1, 0, t, f)"))
 	g.Expect(byEnv["LOG_LEVEL"].Rule).To(Equal("one of debug, info, error"))
 	g.Expect(byEnv["PRICING_API_URL"].Rule).To(Equal("empty or an absolute http(s) URL"))
 	g.Expect(byEnv["FLAVORS_CONFIG_PATH"].Key).To(BeEmpty(), "the bundle sets it; no values key")
 	g.Expect(byEnv["NODEGROUP_ACCEPTANCE_TIMEOUT"].CoreFlag).To(BeEmpty(), "core does not read it")
+	g.Expect(byEnv["CLEVER_CLOUD_REGION"].Rule).To(HaveSuffix("; a refused value stops the controller"))
+	g.Expect(byEnv["LOG_LEVEL"].Rule).NotTo(ContainSubstring("stops"))
 }
 
-// Every tag of a settings field is one the help puts in words: a constraint added to
-// controller/settings under a new tag fails here until the help says it.
-func TestEveryTagIsDescribed(t *testing.T) {
-	key := regexp.MustCompile(`(\w+):"`)
-	var walk func(reflect.Type)
-	walk = func(tp reflect.Type) {
-		for i := range tp.NumField() {
-			sf := tp.Field(i)
-			if sf.Type.Kind() == reflect.Struct && sf.Type != reflect.TypeFor[settings.Duration]() {
-				walk(sf.Type)
-				continue
-			}
-			for _, m := range key.FindAllStringSubmatch(string(sf.Tag), -1) {
-				if !cli.RuleTags[m[1]] {
-					t.Errorf("%s.%s: tag %q is not described by the help's rule", tp.Name(), sf.Name, m[1])
-				}
-			}
+// Every field of settings.Rule is one the help puts in words: a constraint added to the rule
+// fails here until the help says it.
+func TestEveryRuleFieldIsDescribed(t *testing.T) {
+	for f := range reflect.TypeFor[settings.Rule]().Fields() {
+		if !cli.RuleFields[f.Name] {
+			t.Errorf("settings.Rule.%s is not described by the help's rule", f.Name)
 		}
 	}
-	walk(reflect.TypeFor[settings.Settings]())
 }
 
 // Every Karpenter core flag falls back to the variable EnvOf names: the help says so, and names

@@ -1,9 +1,9 @@
 package cli
 
-// RuleTags are the settings tags rule puts in words; TestEveryTagIsDescribed fails on a
-// settings field with another, so that a constraint added there does not go missing from the
-// help. Add a tag here once rule describes it.
-var RuleTags = map[string]bool{
-	"json": true, "env": true, "default": true,
-	"min": true, "max": true, "below": true, "enum": true, "pattern": true, "format": true,
+// RuleFields are the fields of settings.Rule that rule puts in words; TestEveryRuleFieldIsDescribed
+// fails on another, so that a constraint added to the rule does not go missing from the help.
+// Add a field here once rule describes it.
+var RuleFields = map[string]bool{
+	"Kind": true, "Min": true, "Max": true, "Enum": true, "Pattern": true, "URL": true,
+	"Below": true, "BelowText": true, "NoFallback": true,
 }

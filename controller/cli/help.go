@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
@@ -16,7 +15,8 @@ const width = 96
 // writeUsage writes the top-level help: every command, then the provider's settings.
 func writeUsage(w io.Writer) {
 	var b strings.Builder
-	b.WriteString(Name + " runs Karpenter for Clever Kubernetes Engine (CKE), and checks a cluster before it is\ninstalled.\n\nUsage:\n")
+	b.WriteString(wrap(Name+" runs Karpenter for Clever Kubernetes Engine (CKE), and checks a cluster before it is installed.", ""))
+	b.WriteString("\nUsage:\n")
 	lines := [][2]string{}
 	for _, c := range commands() {
 		lines = append(lines, [2]string{c.usage(), c.summary})
@@ -113,22 +113,10 @@ type Setting struct {
 	CoreFlag string
 }
 
-// Settings are the provider's settings in declaration order: settings.Walk's fields, their
-// tags put in words, and the flag Karpenter core has for the same variable.
+// Settings are the provider's settings in declaration order: settings.Walk's fields, each
+// field's settings.Rule (the one Load applies and the render enforces) put in words, and the
+// flag Karpenter core has for the same variable.
 func Settings() []Setting {
-	types := map[string]reflect.Type{}
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			sf := t.Field(i)
-			if sf.Type.Kind() == reflect.Struct && sf.Type != reflect.TypeFor[settings.Duration]() {
-				walk(sf.Type)
-			} else if env, ok := sf.Tag.Lookup("env"); ok {
-				types[env] = sf.Type
-			}
-		}
-	}
-	walk(reflect.TypeFor[settings.Settings]())
 	core := map[string]string{}
 	fs := flag.NewFlagSet("core", flag.ContinueOnError)
 	coreFlags(fs)
@@ -136,11 +124,11 @@ func Settings() []Setting {
 
 	var out []Setting
 	settings.Walk(func(f settings.Field) {
-		s := Setting{Env: f.Env, Key: "settings." + f.Path, Kind: kind(types[f.Env]), Default: f.Default, CoreFlag: core[f.Env]}
+		r := f.Rule()
+		s := Setting{Env: f.Env, Key: "settings." + f.Path, Kind: string(r.Kind), Default: f.Default, Rule: rule(r), CoreFlag: core[f.Env]}
 		if strings.Split(f.Tag.Get("json"), ",")[0] == "-" {
 			s.Key = ""
 		}
-		s.Rule = rule(s.Kind, f.Tag)
 		out = append(out, s)
 	}, &settings.Settings{})
 	return out
@@ -152,57 +140,44 @@ func EnvOf(flagName string) string {
 	return strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-func kind(t reflect.Type) string {
-	if t == reflect.TypeFor[settings.Duration]() {
-		return "duration"
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Int:
-		return "integer"
-	default:
-		return t.Kind().String()
-	}
-}
-
-// rule says what settings.Load accepts for a field of kind with tag.
-func rule(kind string, tag reflect.StructTag) string {
+// rule says in words what the controller accepts for a setting.
+func rule(r settings.Rule) string {
 	var rs []string
-	switch kind {
-	case "boolean":
+	switch r.Kind {
+	case settings.KindBool:
 		rs = append(rs, "true or false (also 1, 0, t, f)")
-	case "integer":
-		lo, hasLo := tag.Lookup("min")
-		hi, hasHi := tag.Lookup("max")
+	case settings.KindInt:
 		switch {
-		case hasLo && hasHi:
-			rs = append(rs, "an integer from "+lo+" to "+hi)
-		case hasLo:
-			rs = append(rs, "an integer from "+lo)
-		case hasHi:
-			rs = append(rs, "an integer up to "+hi)
+		case r.Min != nil && r.Max != nil:
+			rs = append(rs, fmt.Sprintf("an integer from %d to %d", *r.Min, *r.Max))
+		case r.Min != nil:
+			rs = append(rs, fmt.Sprintf("an integer from %d", *r.Min))
+		case r.Max != nil:
+			rs = append(rs, fmt.Sprintf("an integer up to %d", *r.Max))
 		default:
 			rs = append(rs, "an integer")
 		}
-	case "duration":
-		r := "a positive duration (90s, 12h)"
-		if below, ok := tag.Lookup("below"); ok {
-			r += " below " + below
+	case settings.KindDuration:
+		d := "a positive duration (90s, 12h)"
+		if r.BelowText != "" {
+			d += " below " + r.BelowText
 		}
-		rs = append(rs, r)
+		rs = append(rs, d)
 	}
-	if enum, ok := tag.Lookup("enum"); ok {
-		rs = append(rs, "one of "+strings.ReplaceAll(enum, ",", ", "))
+	if len(r.Enum) > 0 {
+		rs = append(rs, "one of "+strings.Join(r.Enum, ", "))
 	}
-	if p, ok := tag.Lookup("pattern"); ok {
-		rs = append(rs, "matching "+p)
+	if r.Pattern != "" {
+		rs = append(rs, "matching "+r.Pattern)
 	}
-	if tag.Get("format") == "url" {
+	if r.URL {
 		rs = append(rs, "empty or an absolute http(s) URL")
 	}
 	if len(rs) == 0 {
-		return "any string"
+		rs = append(rs, "any string")
+	}
+	if r.NoFallback {
+		rs = append(rs, "a refused value stops the controller")
 	}
 	return strings.Join(rs, "; ")
 }
@@ -210,7 +185,7 @@ func rule(kind string, tag reflect.StructTag) string {
 // writeSettings lists the provider's settings: variable, values key, default and bounds.
 func writeSettings(b *strings.Builder) {
 	b.WriteString("\n")
-	b.WriteString(wrap("The provider's settings: environment variables, which the bundle sets from values.settings. The controller checks them before it starts; a bad one stops it with exit code 2, naming the variable. A variable Karpenter core also reads shows core's flag: set the variable, not the flag, which reaches core only. Each in full: docs/reference/settings.md.", ""))
+	b.WriteString(wrap("The provider's settings: environment variables, which the bundle sets from values.settings. The controller checks them as it starts: a refused value is reported, naming the variable, and its setting runs on the default, unless marked as stopping the controller (exit code 2). A variable Karpenter core also reads shows core's flag: set the variable, not the flag, which reaches core only. Each in full: docs/reference/settings.md.", ""))
 	b.WriteString("\n")
 	for _, s := range Settings() {
 		where := s.Key
