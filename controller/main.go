@@ -28,6 +28,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/launch"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/nodeclass"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotastate"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotausage"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/preflight"
@@ -68,6 +69,9 @@ func main() {
 	groups := nodegroup.NewClient(op.GetClient(), op.GetAPIReader(), watcher)
 
 	tracker := quota.NewTracker(op.Clock, quota.Limit{CPU: int64(cfg.Quota.CPU), GB: int64(cfg.Quota.Memory)})
+	// The leader launches nothing before it has read what the last leader knew of the quota.
+	tracker.AwaitRestore()
+	lo.Must0(op.Add(quotastate.New(op.GetClient(), op.GetAPIReader(), tracker, os.Getenv("SYSTEM_NAMESPACE"), op.Clock)))
 	provider := cloudprovider.New(op.GetClient(), groups, cat, op.InstanceTypeStore, tracker, op.EventRecorder, op.Clock, cfg.AcceptanceTimeout.Duration)
 	provider.SetBatchIdleDuration(cfg.BatchIdleDuration.Duration)
 	undecorated := metrics.Decorate(provider)
