@@ -389,7 +389,7 @@ func TestCommands(t *testing.T) {
 	w.g.Expect(os.ReadFile(file)).To(Equal(first))
 	code, _, errOut = run("values", "--kubeconfig", path, "--output", file, "--image", image, "--force")
 	w.g.Expect(code).To(Equal(preflight.ExitOK), errOut)
-	w.g.Expect(errOut).To(ContainSubstring("cue export ./cue -l values: " + file + " -e stream"), "the file carries the image")
+	w.g.Expect(errOut).To(ContainSubstring("cue export ./cue -l values: "+file+" -e stream"), "the file carries the image")
 
 	// The image written renders into the controller's Deployment with no -t image=.
 	rendered := w.render(file)
