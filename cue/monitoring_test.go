@@ -37,6 +37,7 @@ import (
 	_ "sigs.k8s.io/karpenter/pkg/operator"
 
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
+	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cli"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/capacity"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/garbagecollection"
