@@ -20,12 +20,15 @@ func PlatformQuirks(o *operator.Options) {
 const ProbeWaitRetried = `Reconciler error.*quota probe was still awaiting its verdict after .*; retrying`
 
 // FreshController restarts the controller with overrides, and again with none when the test
-// ends (before the scenario's cleanup): what it proves and remembers of the quota lives in
-// its memory, so each scenario starts from one that knows nothing and leaves the next one
-// the same.
+// ends (before the scenario's cleanup), each time without what it saved of the quota: each
+// scenario starts from a controller that knows nothing and leaves the next one the same.
 func (s *Scenario) FreshController(overrides map[string]string) {
 	s.T.Helper()
-	s.T.Cleanup(func() { s.RestartController(nil) })
+	s.T.Cleanup(func() {
+		s.must(s.Env.ForgetQuotaState(s.Ctx))
+		s.RestartController(nil)
+	})
+	s.must(s.Env.ForgetQuotaState(s.Ctx))
 	s.RestartController(overrides)
 }
 
