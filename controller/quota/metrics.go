@@ -37,6 +37,10 @@ var (
 		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "refusals_within_configured_total",
 		Help: "Launches the quota engine refused although the use they brought was within the configured limit (settings.quota): the configuration is wrong (the quota was lowered, or another cluster of the organisation uses part of it).",
 	})
+	leakLifetimeGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "leak_lifetime_assumed_seconds",
+		Help: "How long the controller assumes the quota engine may keep the reservation of a refused group, or of a group deleted before it was built, delete included: suspected leaks are charged, and refused uses remembered, that long.",
+	})
 	probesGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "probes_in_flight",
 		Help: "Launches admitted beyond the sure limit (a probe flies alone) and awaiting their verdict: 0 or 1.",
@@ -52,5 +56,5 @@ var (
 )
 
 func init() {
-	metrics.MustRegister(limitGauge, provenGauge, refusalsGauge, usageGauge, headroomGauge, leakGauge, probesGauge, misconfiguredRefusals)
+	metrics.MustRegister(limitGauge, provenGauge, refusalsGauge, usageGauge, headroomGauge, leakGauge, probesGauge, misconfiguredRefusals, leakLifetimeGauge)
 }

@@ -212,9 +212,10 @@ type Tracker struct {
 	// probeCeiling is the smallest flavor a pending pod can use, and when it was last said
 	// (ProbeAtMost).
 	probeCeiling reservation
-	// restoreBy is when launches stop waiting for a snapshot (AwaitRestore); zero when they
-	// do not wait.
-	restoreBy time.Time
+	// awaitingRestore holds launches until a snapshot is restored (AwaitRestore), at most
+	// until restoreBy (set by the first launch that waits).
+	awaitingRestore bool
+	restoreBy       time.Time
 	// changed is closed at every change (Changed).
 	changed chan struct{}
 }
@@ -241,6 +242,7 @@ func (t *Tracker) publishLocked() {
 	leakGB.Set(float64(leaked.GB))
 	refusalsGauge.Set(float64(len(t.liveRefusalsLocked())))
 	probesGauge.Set(float64(t.probesLocked()))
+	leakLifetimeGauge.Set(leakLifetime().Seconds())
 	if l.CPU > 0 {
 		headroomGauge.WithLabelValues("cpu").Set(float64(h.CPU))
 	} else {
