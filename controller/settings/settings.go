@@ -159,11 +159,12 @@ func Defaults() Settings {
 
 // Load reads the settings of a starting controller from the process environment. A value the
 // controller refuses does not stop it when its setting has a safe default: the setting runs
-// on its default, the refusal is reported (stderr, and karpenter_clevercloud_settings_refused
-// for the leader's alerts) and the default is written back to the environment, since
-// Karpenter core reads some of the same variables itself and would otherwise exit on them.
-// A process keeps nothing from an earlier start, so the default is the last good value it
-// knows. The error names every refused setting that has no safe default (Region).
+// on its default, the refusal is reported (stderr, and karpenter_clevercloud_settings_refused,
+// which KarpenterCleverCloudSettingRefused alerts on) and the default is written back to the
+// environment, since Karpenter core reads some of the same variables itself and would
+// otherwise exit on them. A process keeps nothing from an earlier start, so the default is the
+// last good value it knows. The error names every refused setting that has no safe default
+// (Region).
 func Load() (Settings, error) {
 	s, refused, err := Lenient(os.LookupEnv)
 	for _, r := range refused {
@@ -200,42 +201,43 @@ func (r Refusal) Error() string {
 // of a setting with a safe default is replaced by that default and returned as a Refusal; the
 // error names the refused settings that have none.
 func Lenient(lookup func(string) (string, bool)) (Settings, []Refusal, error) {
-	var s Settings
 	var refused []Refusal
 	var errs []error
-	Walk(func(f Field) {
-		raw, ok := lookup(f.Env)
-		if !ok {
-			raw = f.Default
-		}
-		err := f.set(strings.TrimSpace(raw))
-		switch {
-		case err == nil:
-		case f.Rule().NoFallback:
+	s := read(lookup, func(f Field, raw string, err error) {
+		if f.Rule().NoFallback {
 			errs = append(errs, fmt.Errorf("%s=%q: %w (no default is safe: fix settings.%s)", f.Env, raw, err, f.Path))
-		default:
-			if derr := f.set(f.Default); derr != nil {
-				panic(fmt.Sprintf("settings: default of %s does not parse: %v", f.Path, derr))
-			}
-			refused = append(refused, Refusal{Path: f.Path, Env: f.Env, Value: raw, Default: f.Default, Err: err})
+			return
 		}
-	}, &s)
+		if derr := f.set(f.Default); derr != nil {
+			panic(fmt.Sprintf("settings: default of %s does not parse: %v", f.Path, derr))
+		}
+		refused = append(refused, Refusal{Path: f.Path, Env: f.Env, Value: raw, Default: f.Default, Err: err})
+	})
 	return s, refused, errors.Join(errs...)
 }
 
 func load(lookup func(string) (string, bool)) (Settings, error) {
-	var s Settings
 	var errs []error
+	s := read(lookup, func(f Field, raw string, err error) {
+		errs = append(errs, fmt.Errorf("%s=%q: %w", f.Env, raw, err))
+	})
+	return s, errors.Join(errs...)
+}
+
+// read sets every field from lookup, or from its default when unset, and hands refuse each
+// field whose value its rule refuses, with the value as the environment spelled it.
+func read(lookup func(string) (string, bool), refuse func(f Field, raw string, err error)) Settings {
+	var s Settings
 	Walk(func(f Field) {
 		raw, ok := lookup(f.Env)
 		if !ok {
 			raw = f.Default
 		}
 		if err := f.set(strings.TrimSpace(raw)); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: %w", f.Env, raw, err))
+			refuse(f, raw, err)
 		}
 	}, &s)
-	return s, errors.Join(errs...)
+	return s
 }
 
 // Field is one environment-backed setting.
