@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/karpenter/pkg/controllers/node/health"
 	"sigs.k8s.io/karpenter/pkg/controllers/state"
 	"sigs.k8s.io/karpenter/pkg/events"
-	"sigs.k8s.io/karpenter/pkg/operator"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cli"
@@ -30,6 +29,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/providerid"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotastate"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotausage"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/leadership"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/preflight"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/pricing"
@@ -53,10 +53,12 @@ func main() {
 		os.Exit(2)
 	}
 
-	ctx, op := operator.NewOperator()
+	// Core's operator, with lease timings that ride out a short apiserver outage (leadership's
+	// documentation).
+	ctx, op := leadership.NewOperator()
 	// Karpenter core runs its manager on a context nothing cancels, so SIGTERM alone would kill
 	// the process outright, the leader lease still held, and the next replica would wait out its
-	// 15 s duration. Cancelling on SIGTERM lets the manager stop its runnables and release the
+	// duration. Cancelling on SIGTERM lets the manager stop its runnables and release the
 	// lease (core sets LeaderElectionReleaseOnCancel); a second signal kills outright.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
