@@ -312,6 +312,7 @@ func TestPrometheusRule(t *testing.T) {
 		"leader_election_master_status",
 		"karpenter_cluster_state_unsynced_time_seconds",
 		"karpenter_clevercloud_settings_refused",
+		"karpenter_clevercloud_catalog_overrides_valid",
 	} {
 		if !covered[m] {
 			t.Errorf("no alert watches %s", m)
