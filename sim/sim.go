@@ -313,6 +313,10 @@ func (c *Cluster) Operator() *operator.Operator { return c.operator }
 // runs while the apiserver is down.
 func (c *Cluster) RestartAPIServer(down func()) error { return c.cp.RestartAPIServer(down) }
 
+// APIServerStartups are RestartAPIServer's starts so far, each up to when the apiserver was
+// ready: a request it denied before then may be its unsynced authorizer's, not RBAC's.
+func (c *Cluster) APIServerStartups() []controlplane.Startup { return c.cp.APIServerStartups() }
+
 // NodeMonitorGracePeriod is how long the node lifecycle controller waits for a node's Lease
 // or status before marking the node Unknown; it checks every NodeMonitorPeriod.
 const (

@@ -90,6 +90,7 @@ type ControlPlane struct {
 	kubeconfig string
 	procs      []*proc
 	tmpDir     bool
+	startups   startups
 }
 
 // Start brings up etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok.
@@ -283,6 +284,7 @@ func kwokConfig(honorGracePeriod bool, statusReport time.Duration) string {
 // RestartAPIServer kills the kube-apiserver with SIGKILL, as a crash would, runs down (if
 // not nil) while it is down, and starts it again on the same address with the same
 // certificates, client CA and etcd, so every client configured before reconnects by itself.
+// It returns once the new apiserver is ready (/readyz); APIServerStartups records when.
 func (cp *ControlPlane) RestartAPIServer(down func()) error {
 	api := cp.env.ControlPlane.GetAPIServer()
 	pid, err := findProcess("kube-apiserver", "--cert-dir="+api.CertDir)
@@ -299,9 +301,14 @@ func (cp *ControlPlane) RestartAPIServer(down func()) error {
 	if down != nil {
 		down()
 	}
+	started := time.Now()
 	if err := api.Start(); err != nil {
 		return fmt.Errorf("restarting kube-apiserver: %w", err)
 	}
+	if err := cp.waitReady(time.Minute); err != nil {
+		return fmt.Errorf("restarting kube-apiserver: %w", err)
+	}
+	cp.startups.add(Startup{Started: started, Ready: time.Now()})
 	cp.opts.Log.Info("kube-apiserver restarted", "address", cp.config.Host)
 	return nil
 }

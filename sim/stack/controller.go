@@ -36,6 +36,7 @@ type Controller struct {
 	logFile    *os.File
 	done       chan struct{}
 	waitErr    error
+	exitedAt   time.Time
 	stopOnce   sync.Once
 	killedByUs bool
 	// stopMark is the log's line count when SIGTERM was sent; -1 before.
@@ -131,9 +132,19 @@ func (e *Env) StartController(ctx context.Context, overrides map[string]string) 
 			return err
 		}
 	}
-	env, err := e.ControllerEnv(overrides)
+	c, err := e.spawn(overrides)
 	if err != nil {
 		return err
+	}
+	e.ctrl = c
+	return c.WaitHealthy(ctx, 90*time.Second)
+}
+
+// spawn starts a run of the controller binary with ControllerEnv(overrides).
+func (e *Env) spawn(overrides map[string]string) (*Controller, error) {
+	env, err := e.ControllerEnv(overrides)
+	if err != nil {
+		return nil, err
 	}
 	e.gen++
 	c := &Controller{
@@ -145,7 +156,7 @@ func (e *Env) StartController(ctx context.Context, overrides map[string]string) 
 		stopMark:   -1,
 	}
 	if c.logFile, err = os.Create(c.LogPath); err != nil {
-		return err
+		return nil, err
 	}
 	c.cmd = exec.Command(e.binary)
 	c.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
@@ -157,11 +168,10 @@ func (e *Env) StartController(ctx context.Context, overrides map[string]string) 
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
 		_ = c.logFile.Close()
-		return fmt.Errorf("starting %s: %w", e.binary, err)
+		return nil, fmt.Errorf("starting %s: %w", e.binary, err)
 	}
-	go func() { c.waitErr = c.cmd.Wait(); close(c.done) }()
-	e.ctrl = c
-	return c.WaitHealthy(ctx, 90*time.Second)
+	go func() { c.waitErr = c.cmd.Wait(); c.exitedAt = time.Now(); close(c.done) }()
+	return c, nil
 }
 
 // RestartController stops the controller gracefully and starts it again with new overrides.
