@@ -112,31 +112,44 @@ func (t *Tracker) Restore(s Snapshot) {
 	restore(&t.floorCPU, s.ProvenCPU)
 	restore(&t.floorGB, s.ProvenGB)
 	t.dropConfiguredLocked()
-	t.restoreBy = time.Time{}
+	t.awaitingRestore = false
 	t.changedLocked()
 }
 
-// restoreWait bounds how long launches wait for a snapshot (AwaitRestore) that does not come.
+// restoreWait bounds how long launches wait for a snapshot (AwaitRestore) that does not come,
+// from the first launch that waits: only a leader launches, so a standby replica's wait only
+// starts once it leads.
 const restoreWait = 30 * time.Second
 
 // AwaitRestore holds launches (Try answers Busy) until Restore or RestoreSkipped is called, or
-// restoreWait passes: a new leader must not probe into a leak its predecessor knew of.
+// restoreWait after the first launch that waited: a new leader must not probe into a leak
+// its predecessor knew of.
 func (t *Tracker) AwaitRestore() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.restoreBy = t.clock.Now().Add(restoreWait)
+	t.awaitingRestore, t.restoreBy = true, time.Time{}
 }
 
 // RestoreSkipped releases launches held by AwaitRestore when there is nothing to restore.
 func (t *Tracker) RestoreSkipped() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.restoreBy = time.Time{}
+	t.awaitingRestore = false
 	t.changedLocked()
 }
 
 func (t *Tracker) restoringLocked() bool {
-	return !t.restoreBy.IsZero() && t.clock.Now().Before(t.restoreBy)
+	if !t.awaitingRestore {
+		return false
+	}
+	now := t.clock.Now()
+	if t.restoreBy.IsZero() {
+		t.restoreBy = now.Add(restoreWait)
+	}
+	if !now.Before(t.restoreBy) {
+		t.awaitingRestore = false
+	}
+	return t.awaitingRestore
 }
 
 func (r Remembered) asPoint() refusedPoint { return refusedPoint{use: r.Use, until: r.Until} }

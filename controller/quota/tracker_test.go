@@ -154,6 +154,17 @@ func observeProven(tr *quota.Tracker, u quota.Usage) {
 	tr.Record(quota.Observation{Usage: u, Proven: u, Groups: map[string]quota.Group{}})
 }
 
+// refusedXL is a tracker that has just seen its XL probe refused, on CKE's default quota with
+// only the control plane running.
+func refusedXL(g Gomega) (*quota.Tracker, *clocktesting.FakeClock, quota.Refusal) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	tr := quota.NewTracker(clk, quota.Limit{})
+	observeProven(tr, controlPlane)
+	a, _ := tr.Try("xl", fXL)
+	g.Expect(a).To(Equal(quota.Admitted), "the XL is a probe")
+	return tr, clk, tr.Refused("xl", fXL)
+}
+
 func TestARefusalRulesOutEveryUseAtLeastAsLarge(t *testing.T) {
 	g := NewWithT(t)
 	clk := clocktesting.NewFakeClock(time.Now())
@@ -233,23 +244,19 @@ func TestReprobingTheSameLimitWaitsOutItsLeakAndNoMore(t *testing.T) {
 // refusal within it is reported, not remembered.
 func TestAConfiguredLimitWins(t *testing.T) {
 	g := NewWithT(t)
-	clk := clocktesting.NewFakeClock(time.Now())
-	tr := quota.NewTracker(clk, quota.Limit{})
-	observeProven(tr, controlPlane)
-	a, _ := tr.Try("xl", fXL)
-	g.Expect(a).To(Equal(quota.Admitted))
-	g.Expect(tr.Refused("xl", fXL).Misconfigured).To(BeFalse())
+	tr, clk, r := refusedXL(g)
+	g.Expect(r.Misconfigured).To(BeFalse())
 	clk.Step(quota.LeakTTL - time.Second)
 	observeProven(tr, controlPlane)
 	g.Expect(tr.Blocked(fXL)).To(BeTrue(), "the refused use is remembered")
 
 	tr.SetConfigured(quota.Limit{CPU: 100, GB: 100})
 	g.Expect(tr.Blocked(fXL)).To(BeFalse(), "the configured limit says the XL fits")
-	a, _ = tr.Try("xl2", fXL)
+	a, _ := tr.Try("xl2", fXL)
 	g.Expect(a).To(Equal(quota.Admitted))
 	a, _ = tr.Try("s", fS)
 	g.Expect(a).To(Equal(quota.Admitted), "within a configured limit launches fly together")
-	r := tr.Refused("xl2", fXL)
+	r = tr.Refused("xl2", fXL)
 	g.Expect(r.Misconfigured).To(BeTrue())
 	g.Expect(r.For).To(BeZero())
 	clk.Step(quota.LeakTTL)
@@ -458,12 +465,7 @@ func TestACountedAcceptanceEndsAProbe(t *testing.T) {
 // its own end, never longer; a configured limit still wins over what was restored.
 func TestASnapshotRestoresEveryMemoryUntilItsEnd(t *testing.T) {
 	g := NewWithT(t)
-	clk := clocktesting.NewFakeClock(time.Now())
-	tr := quota.NewTracker(clk, quota.Limit{})
-	observeProven(tr, controlPlane)
-	a, _ := tr.Try("xl", fXL)
-	g.Expect(a).To(Equal(quota.Admitted))
-	tr.Refused("xl", fXL)
+	tr, clk, _ := refusedXL(g)
 	clk.Step(time.Minute)
 	raw, err := json.Marshal(tr.Snapshot())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -477,7 +479,7 @@ func TestASnapshotRestoresEveryMemoryUntilItsEnd(t *testing.T) {
 	next := quota.NewTracker(clk, quota.Limit{})
 	next.AwaitRestore()
 	observeProven(next, controlPlane)
-	a, _ = next.Try("2xs", f2XS)
+	a, _ := next.Try("2xs", f2XS)
 	g.Expect(a).To(Equal(quota.Busy), "launches wait for the saved state")
 	next.Restore(s)
 	next.Restore(s) // twice is harmless
