@@ -34,7 +34,7 @@ func leaseHolder(s *harness.Scenario) string {
 }
 
 // A rolling update sends SIGTERM: the controller exits 0 and hands its lease back, so the
-// next replica leads at once instead of waiting out the lease's 15 s. (SIGKILL, the other
+// next replica leads at once instead of waiting out the lease's duration. (SIGKILL, the other
 // path, is TestKilledMidLaunch: the lease then expires.)
 func TestGracefulStopReleasesLease(t *testing.T) {
 	s := harness.NewScenario(t, env)
