@@ -67,20 +67,23 @@ type Settings struct {
 	SyncOverdueAfter Duration `json:"syncOverdueAfter" env:"NODEGROUP_SYNC_OVERDUE_AFTER" default:"10m"`
 	// LaunchGiveUpAfter is how long after its creation a launched NodeGroup that still has no
 	// node (no Node object of the group in the cluster), while its NodeClaim is unregistered, is
-	// given up: the launch follower deletes the NodeClaim, so Karpenter plans again at once and
-	// deletes the group (NodeClaim event, metric). A group with a node is never given up. Live
-	// nodes join 26–60 s after creation, 185 s at worst, and one group took 6 min 30 s to sync
-	// and worked: 8 min waits that outlier out while the operator says it is still working
-	// (Creating, or retrying an UpstreamError) and still acts 7 min before Karpenter's
-	// 15-minute registration timeout would. Must be below 15m: by then Karpenter has failed the
+	// given up, whatever the group's status says (Creating, an UpstreamError the operator
+	// retries, Synced, or nothing): the launch follower deletes the NodeClaim, so Karpenter
+	// plans again at once and deletes the group (NodeClaim event, metric). A group with a node
+	// is never given up. Every live node joined within 185 s of its group's creation (the
+	// 6 min 30 s outlier is a time to Synced, not to a node): 3m30s is that bound plus 25 s, for
+	// an operator still at work whose retry starts the VM late, and leaves 90 s of the
+	// 5 minutes in which a dead launch's pod should run on its replacement, enough for a
+	// replacement whose node joins in the usual 26–60 s. A longer time delays every dead
+	// launch's replacement by as much. Must be below 15m: by then Karpenter has failed the
 	// claim itself.
-	LaunchGiveUpAfter Duration `json:"launchGiveUpAfter" env:"NODEGROUP_LAUNCH_GIVE_UP_AFTER" default:"8m" below:"15m"`
+	LaunchGiveUpAfter Duration `json:"launchGiveUpAfter" env:"NODEGROUP_LAUNCH_GIVE_UP_AFTER" default:"3m30s" below:"15m"`
 	// StoppedLaunchGiveUpAfter replaces LaunchGiveUpAfter, when shorter, for a group with no node
 	// that the operator stopped working on: ReconcileInProgress=False with a ReconcileFailed
-	// reason other than the UpstreamError it retries on its own. Nothing more is coming from
-	// the operator then, and every live node joined within 185 s of its group's creation: 4 min
-	// is that bound plus a third. Must be below 15m.
-	StoppedLaunchGiveUpAfter Duration `json:"stoppedLaunchGiveUpAfter" env:"NODEGROUP_STOPPED_LAUNCH_GIVE_UP_AFTER" default:"4m" below:"15m"`
+	// reason other than the UpstreamError it retries on its own. Nothing more is started then,
+	// and a VM already started joins within 185 s of its group's creation: 3m10s is that bound
+	// plus 5 s for the whole-second creation time and the node check. Must be below 15m.
+	StoppedLaunchGiveUpAfter Duration `json:"stoppedLaunchGiveUpAfter" env:"NODEGROUP_STOPPED_LAUNCH_GIVE_UP_AFTER" default:"3m10s" below:"15m"`
 	// Pricing configures the dynamic price and flavor refresher.
 	Pricing Pricing `json:"pricing"`
 	// Quota is the organisation quota, control plane included, when you know it. Zero means

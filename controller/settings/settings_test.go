@@ -62,8 +62,8 @@ func TestDefaultsAreTheDocumentedOnes(t *testing.T) {
 		FlavorsConfigPath:        "",
 		AcceptanceTimeout:        dur(10 * time.Second),
 		SyncOverdueAfter:         dur(10 * time.Minute),
-		LaunchGiveUpAfter:        dur(8 * time.Minute),
-		StoppedLaunchGiveUpAfter: dur(4 * time.Minute),
+		LaunchGiveUpAfter:        dur(3*time.Minute + 30*time.Second),
+		StoppedLaunchGiveUpAfter: dur(3*time.Minute + 10*time.Second),
 		Pricing: Pricing{
 			Enabled:              false,
 			RefreshPeriod:        dur(12 * time.Hour),

@@ -8,21 +8,48 @@
 //     records one (quota memory, flavors offered as unavailable, event, metric, group deleted);
 //   - a transient failure (UpstreamError, or an unknown reason on an accepted group) is
 //     surfaced (event, metric) and nothing is deleted for it: the operator retries on its own;
-//   - a launch whose group still has no node long after every live launch had one is given up:
-//     the NodeClaim is deleted, so core plans again now and deletes the group (event, metric),
-//     instead of at its registration timeout (see "Giving up" below);
+//   - a launch whose group still has no node once every live launch had one is given up,
+//     whatever the group's status says: the NodeClaim is deleted, so core plans again now and
+//     deletes the group (event, metric), instead of at its registration timeout (see "Giving
+//     up" below);
 //   - a group still not Synced overdueAfter after its creation is surfaced (gauge, event) and
 //     nothing is deleted for that: one group took 6 min 30 s to sync on a live cluster and
 //     still worked, and a node that joined may already run pods.
 //
 // # Giving up
 //
-// On live clusters a group's node joins about 28 s after the group's creation, 26–60 s
-// usually and 185 s at worst; Synced follows at 38–58 s, once only after 6 min 30 s (that
-// group worked). Core's registration timeout fails an unregistered claim 15 minutes after its
-// launch whatever the follower does, so giving up only brings that forward, and only for
-// launches that show no sign of ever registering: pods wait minutes less, and a wrong give-up
-// costs one relaunch (a minute or so), not a node that runs pods.
+// The rule: a launch whose group has no Node 3 min 30 s after the group's creation is given up,
+// whatever the group's status says, so that the pod of a dead launch runs on its replacement
+// within 5 minutes of the dead launch's creation. From the platform's timings (cke-platform.md
+// §6):
+//
+//   - The join bound: a group's node joins and registers 26–60 s after the group's creation
+//     usually, 185 s at worst, on every live launch. That is the earliest a launch may be given
+//     up: before it, a launch that would have worked is thrown away, and with it its quota
+//     reservation for minutes (§5). Synced once came only after 6 min 30 s, but that group's
+//     node had joined long before: the outlier says how long Synced can take, not a node, and
+//     a group with a node is never given up here.
+//   - The replacement's path, from the give-up to its pod Running: core's batch window (1 s
+//     idle, 10 s at most), the decision Create returns on (~1 s), the new node's join (26–60 s
+//     usually), its registration (< 5 s) and the pod's start; §6 has 40–50 s typical from
+//     pending to Running. 90 s covers a replacement whose node joins within the usual 60 s.
+//   - So giveUpAfter (settings.LaunchGiveUpAfter) is 5 min less those 90 s: 3 min 30 s, the
+//     join bound plus 25 s. The 25 s are for an operator still at work: a retry that goes
+//     through late (an UpstreamError of a few seconds) starts the VM that much later.
+//   - stoppedGiveUpAfter (settings.StoppedLaunchGiveUpAfter, 3 min 10 s) replaces it when the
+//     operator stopped working on the group: ReconcileInProgress=False with a ReconcileFailed
+//     reason it is not known to retry. Nothing more is started then, and a VM already started
+//     joins within the join bound: 5 s more covers the creation time's whole seconds and the
+//     node check.
+//
+// Whatever the status: Creating, an UpstreamError the operator retries (the one seen lasted an
+// hour, four times core's timeout), an unknown failure, Synced, or no status at all. A node
+// that will ever come has come by then on every live launch, and the operator's word that it
+// is still working buys nothing past the join bound. A replacement whose own node is as slow
+// as the join bound runs its pod later than 5 minutes, about 7; only giving up before that
+// bound could prevent it, at the price of launches that work. Core's registration timeout
+// alone would have failed the dead launch at 15 minutes, and only then started its
+// replacement.
 //
 // "No node" is read from Node objects, uncached: <group>-node0, or any node labelled with the
 // group (one resized by hand also has node1…), or the node the claim already names. A Node is
@@ -30,27 +57,6 @@
 // for good. status.nodeCount is not used: it is the operator's count, written on its own
 // schedule and not documented to mean a kubelet joined; a VM it counts that never joined is
 // exactly a launch to give up.
-//
-// Two times, both counted from the group's creation and both settings:
-//   - stoppedGiveUpAfter (settings.StoppedLaunchGiveUpAfter, 4 min) when the operator stopped
-//     working on the group: ReconcileInProgress=False with a ReconcileFailed reason it is not
-//     known to retry. Nothing more is coming but a VM it had already started, and every live
-//     node joined within 185 s: 4 min is that bound plus a third;
-//   - giveUpAfter (settings.LaunchGiveUpAfter, 8 min) otherwise: the operator still reports
-//     the group in progress (Creating, or retrying an UpstreamError), or wrote nothing, or
-//     reports it Synced yet no node came. The join bound alone would allow 4 min here too (it
-//     holds for every live launch; the 6 min 30 s outlier is a time to Synced, not to a node),
-//     but while the operator says it is still working, the only measure of how long its work
-//     can take is that outlier, and it succeeded: 6 min 30 s plus 1 min 30 s. Deleting a
-//     group while the operator still reconciles it also leaked its quota reservation for
-//     minutes on live clusters, another reason to let an in-progress group run longer. Both
-//     times leave core's 15 minutes far enough away that the replacement launch (node in
-//     28 s to 3 min) lands well before core would have failed the first.
-//
-// An UpstreamError with no node falls under giveUpAfter: the operator retries it on its own,
-// so it is still in progress, but the one seen lasted an hour, four times core's timeout, so
-// a launch caught in it never registers in time and waiting past giveUpAfter buys nothing.
-// With a node it is never given up, as no group with a node is.
 //
 // Deleting a NodeClaim is destructive, so it follows the garbage collector's rules: the claim's UID
 // on the group proves the group was launched for that claim, an uncached read confirms both the

@@ -2,6 +2,7 @@ package launch_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/launch"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
 )
 
 // stoppedCreating is ReconcileInProgress once the operator stopped working on a group it had
@@ -225,6 +227,60 @@ func TestAGiveUpNeedsTheOwnershipProof(t *testing.T) {
 			}).WithTimeout(2 * time.Second).Should(Succeed())
 			g.Expect(value(givenUp)).To(Equal(before))
 			g.Expect(seen.about(group.Name)).NotTo(ContainElement(ContainSubstring(launch.ReasonLaunchGivenUp)))
+		})
+	}
+}
+
+// The shipped defaults give a dead launch up early enough for its pod to run on a replacement
+// within 5 minutes of its creation, whatever its group shows, and never before every live node
+// had joined: not a second before settings.LaunchGiveUpAfter (StoppedLaunchGiveUpAfter once the
+// operator stopped), and at it. The platform's figures are the package documentation's.
+func TestTheDefaultsGiveUpADeadLaunchInTimeForItsReplacement(t *testing.T) {
+	const (
+		joinBound       = 185 * time.Second // cke-platform.md §6: created → node joined, worst live
+		replacementPath = 90 * time.Second  // give-up → replacement's pod Running, usual join
+		replacedWithin  = 5 * time.Minute
+	)
+	defaults := settings.Defaults()
+	noNode, stopped := defaults.LaunchGiveUpAfter.Duration, defaults.StoppedLaunchGiveUpAfter.Duration
+	g := NewWithT(t)
+	g.Expect(noNode+replacementPath).To(BeNumerically("<=", replacedWithin), "the replacement's pod runs within 5 minutes")
+	g.Expect(stopped).To(BeNumerically(">", joinBound), "no launch given up before every live node had joined")
+	g.Expect(stopped).To(BeNumerically("<", noNode), "the stopped operator's time means something")
+
+	for _, tc := range []struct {
+		name  string
+		phase string
+		conds []metav1.Condition
+		after time.Duration
+	}{
+		{"still Creating", ngv1.PhaseCreating, []metav1.Condition{creating()}, noNode},
+		{"retrying an UpstreamError", ngv1.PhaseUpstreamError,
+			[]metav1.Condition{creating(), failed(ngv1.ReasonUpstreamError, "API error: RequestDidntReturnSuccess")}, noNode},
+		{"no status from the operator", "", nil, noNode},
+		{"Synced with no node", ngv1.PhaseSynced, []metav1.Condition{synced()}, noNode},
+		{"the operator stopped on an unknown failure", "Failed",
+			[]metav1.Condition{stoppedCreating(), failed("VMBootFailed", "boot timed out")}, stopped},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			freshClock(t)
+			claim, group := newLaunch(t, g, "S", tc.phase, tc.conds...)
+			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(claim)}
+
+			stepToAge(group, tc.after-time.Second)
+			res, err := shipped.Reconcile(ctx, req)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.RequeueAfter).To(Equal(time.Second), "woken at the give-up time")
+			alive(g, claim)
+
+			clk.Step(time.Second)
+			_, err = shipped.Reconcile(ctx, req)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Eventually(gone(claim)).WithTimeout(wait).Should(BeTrue(), "the claim of a launch given up is deleted")
+			g.Eventually(func() []string { return seen.about(group.Name) }).WithTimeout(wait).Should(ContainElement(
+				SatisfyAll(ContainSubstring(launch.ReasonLaunchGivenUp), ContainSubstring(fmt.Sprintf("has no node %s after", tc.after)))))
 		})
 	}
 }

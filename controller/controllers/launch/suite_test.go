@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +25,7 @@ import (
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/launch"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/settings"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/testenv"
 )
 
@@ -39,6 +41,8 @@ const (
 var (
 	env      *testenv.Env
 	follower *launch.Controller
+	// shipped is a follower with the settings' default timings, registered with no manager.
+	shipped  *launch.Controller
 	provider *cloudprovider.CloudProvider
 	clk      *clocktesting.FakeClock
 	seen     = &eventLog{}
@@ -68,6 +72,11 @@ func TestMain(m *testing.M) {
 		cached = mgr.GetClient()
 		follower = launch.New(&countedClient{Client: mgr.GetClient()}, &hookedReader{Reader: env.Client}, provider, recorder, clk,
 			launch.Timings{OverdueAfter: overdueAfter, GiveUpAfter: giveUpAfter, StoppedGiveUpAfter: stoppedGiveUpAfter})
+		// The shipped defaults, on the same clients, driven only by tests' own Reconcile calls:
+		// the manager's follower, with its longer times, never gives up first.
+		defaults := settings.Defaults()
+		shipped = launch.New(mgr.GetClient(), env.Client, provider, recorder, clk, launch.Timings{OverdueAfter: defaults.SyncOverdueAfter.Duration,
+			GiveUpAfter: defaults.LaunchGiveUpAfter.Duration, StoppedGiveUpAfter: defaults.StoppedLaunchGiveUpAfter.Duration})
 		return follower.Register(ctx, mgr)
 	}))
 }
@@ -175,13 +184,20 @@ func (h *readHolds) wait(ctx context.Context, name string) {
 var cached client.Reader
 
 // inCache waits until the follower's cache has caught up with obj as the test last wrote it, so
-// that a test's own Reconcile call acts on what the test wrote.
+// that a test's own Reconcile call acts on what the test wrote. An object the manager's follower
+// deleted meanwhile (a refusal the test wrote is acted on at once) has no later version to wait
+// for: the cache has caught up once the apiserver no longer has it either.
 func inCache(g Gomega, obj client.Object) {
 	want, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) {
+		ctx, key := context.Background(), client.ObjectKeyFromObject(obj)
 		current := obj.DeepCopyObject().(client.Object)
-		g.Expect(cached.Get(context.Background(), client.ObjectKeyFromObject(obj), current)).To(Succeed())
+		err := cached.Get(ctx, key, current)
+		if apierrors.IsNotFound(err) && apierrors.IsNotFound(env.Client.Get(ctx, key, obj.DeepCopyObject().(client.Object))) {
+			return
+		}
+		g.Expect(err).NotTo(HaveOccurred())
 		got, err := strconv.ParseUint(current.GetResourceVersion(), 10, 64)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(got).To(BeNumerically(">=", want))
