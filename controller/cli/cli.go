@@ -20,6 +20,7 @@ import (
 
 	"sigs.k8s.io/karpenter/pkg/operator/options"
 
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/inspect"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/preflight"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/version"
 )
@@ -89,6 +90,14 @@ func commands() []command {
 			"An existing --output file is never replaced without --force. With --image, the file carries the controller image, and the render needs no -t image=.",
 			"Exit code 0: written; 1: not written (the cluster could not be read, the file exists, the image is refused); 2: the command line was refused.",
 		}, ExitUsage, "kubeconfig", "output"),
+		inspectCommand("status", "[flags]", "report what the provider sees: leader, quota, prices, pools, pending pods", []string{
+			"Reports, read-only, what the provider shows in the cluster of the current kubeconfig: the leader (Karpenter's lease) and the image it runs, each CleverNodeClass's conditions, the quota state the controller saved (ConfigMap karpenter-clevercloud-quota) and the use counted now, price freshness (PricesCurrent), whether the flavor overrides are in force, the leader's run-time preflight results (read from its metrics through the apiserver's pod proxy, or where to read them), each NodePool's nodes and their cost per hour at the catalogue's prices, and every Pending pod with the latest reason the provider (WaitingOnQuota) or Karpenter gave.",
+			"Exit code 0: written (what could not be read is listed); 1: the cluster could not be read; 2: the command line was refused.",
+		}, 0),
+		inspectCommand("explain", "POD [flags]", "tell why a pod is Pending, and what a node for it would cost", []string{
+			"Explains, read-only, where a pod could get a node: for each NodePool, whether its CleverNodeClass is Ready, its taints and requirements admit the pod, then for each flavor whether the NodePool allows it, the pod's requirements and requests fit it, what is left of the NodePool's limits holds it, the organisation quota (the controller's saved state) lets it launch, and no refusal set it aside; then the cheapest node that could hold it now, and the cheapest once the quota allows. The pod's --namespace (or -n) is as kubectl's; the provider's is --controller-namespace.",
+			"Exit code 0: written; 1: the cluster or the pod could not be read; 2: the command line was refused.",
+		}, 1),
 		{
 			name:      "version",
 			summary:   "print the version (also --version)",
@@ -132,6 +141,21 @@ func valuesOrPreflight(name, summary string, about []string, usageExit int, file
 			o.AddFlags(fs, name)
 			return func(ctx context.Context, _ []string, stdout, stderr io.Writer) int {
 				return preflight.Run(ctx, name, o, stdout, stderr)
+			}
+		},
+	}
+}
+
+// inspectCommand is the entry of a command of controller/inspect, whose flags it declares.
+func inspectCommand(name, synopsis, summary string, about []string, maxOperands int) command {
+	return command{
+		name: name, synopsis: synopsis, summary: summary, about: about, usageExit: ExitUsage, fileFlags: []string{"kubeconfig"},
+		maxOperands: maxOperands, operand: "pod",
+		setup: func(fs *flag.FlagSet) runner {
+			var o inspect.Options
+			o.AddFlags(fs, name)
+			return func(ctx context.Context, operands []string, stdout, stderr io.Writer) int {
+				return inspect.Run(ctx, name, o, operands, stdout, stderr)
 			}
 		},
 	}

@@ -41,7 +41,7 @@ func noKubeconfig(t *testing.T) string {
 	return filepath.Join(t.TempDir(), "no-kubeconfig")
 }
 
-var everyCommand = []string{"controller", "preflight", "values", "version", "completion", "help"}
+var everyCommand = []string{"controller", "preflight", "values", "status", "explain", "version", "completion", "help"}
 
 // --help, -h and help print the usage and start nothing: every command, and every one of the
 // provider's settings with its variable, values key, default and bounds as controller/settings
@@ -130,7 +130,13 @@ func TestStrictCommandLines(t *testing.T) {
 		says string
 	}{
 		{[]string{"prefligt"}, cli.ExitUsage, `unknown command "prefligt" (did you mean preflight?)`},
-		{[]string{"status"}, cli.ExitUsage, `unknown command "status": want one of`},
+		{[]string{"deploy"}, cli.ExitUsage, `unknown command "deploy": want one of`},
+		{[]string{"statsu"}, cli.ExitUsage, `unknown command "statsu" (did you mean status?)`},
+		{[]string{"status", "extra"}, cli.ExitUsage, `unexpected argument "extra" (status takes no arguments)`},
+		{[]string{"status", "--output", "yaml"}, cli.ExitUsage, `--output "yaml": want text or json`},
+		{[]string{"explain"}, cli.ExitUsage, "which pod?"},
+		{[]string{"explain", "a", "b"}, cli.ExitUsage, `unexpected argument "b" (explain takes one pod at most)`},
+		{[]string{"explain", "a", "-o", "yaml"}, cli.ExitUsage, `--output "yaml": want text or json`},
 		{[]string{"values", "--kubconfig", "X"}, cli.ExitUsage, "unknown flag --kubconfig (did you mean --kubeconfig?)"},
 		{[]string{"--metric-port", "9000"}, cli.ExitUsage, "unknown flag --metric-port (did you mean --metrics-port?)"},
 		{[]string{"preflight", "--no-such-flag"}, preflight.ExitFail, "unknown flag --no-such-flag"},

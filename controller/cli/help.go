@@ -80,7 +80,7 @@ func hasFlags(fs *flag.FlagSet) bool {
 // flagHelp is one flag's entry: --name and its value's kind, then its usage and default.
 func flagHelp(f *flag.Flag) string {
 	kind, usage := flag.UnquoteUsage(f)
-	head := "  --" + f.Name
+	head := "  " + dashed(f.Name)
 	if kind != "" {
 		head += " " + kind
 	}
@@ -88,6 +88,15 @@ func flagHelp(f *flag.Flag) string {
 		usage += " (default " + f.DefValue + ")"
 	}
 	return head + "\n" + wrap(usage, "        ")
+}
+
+// dashed spells a flag as the help and the docs do: a one-letter alias (explain's -n, -o) with
+// one dash, as kubectl users type it; the flag package takes either.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // zeroDefault tells a flag whose default goes without saying: empty, zero or false. A default a

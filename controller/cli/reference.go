@@ -23,6 +23,9 @@ type Flag struct {
 	Default, Usage string
 }
 
+// Spelling is the flag as the help writes it: --name, or -n for a one-letter alias.
+func (f Flag) Spelling() string { return dashed(f.Name) }
+
 // Commands are the binary's commands, in the order the usage lists them.
 func Commands() []Command {
 	var out []Command

@@ -51,7 +51,7 @@ func CLIPage() []byte {
 				if f.Default != "" {
 					def = "`" + f.Default + "`"
 				}
-				fmt.Fprintf(&b, "| `--%s` | %s | %s | %s |\n", f.Name, kind, def, cell(f.Usage))
+				fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Spelling(), kind, def, cell(f.Usage))
 			}
 		}
 		if len(c.Operands) > 0 {
