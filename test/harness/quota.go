@@ -1,6 +1,13 @@
 package harness
 
 import (
+	"time"
+
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 )
@@ -46,4 +53,24 @@ func (s *Scenario) RaiseQuota() {
 	s.Env.Cluster.Operator().Configure(func(o *operator.Options) { o.QuotaCPU, o.QuotaRAMGB = 200, 200 })
 	s.RestartController(map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "200", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "200"})
 	s.T.Cleanup(func() { s.RestartController(nil) })
+}
+
+// ExpectProbedNoSoonerThanItsMemory asserts, for a while, that d's pods stay Pending and
+// unbound, and that the pool's refused creations are all of flavor, each sent no sooner than
+// the quota's refusal memory after the previous one's verdict: a use the platform refuses is
+// asked about again, so that a quota freed meanwhile is found, but never in a loop.
+func (s *Scenario) ExpectProbedNoSoonerThanItsMemory(d *appsv1.Deployment, groups *GroupRecorder, flavor string) {
+	s.T.Helper()
+	s.G.Consistently(func(g gomega.Gomega) {
+		for _, p := range s.Pods(d) {
+			g.Expect(p.Status.Phase).To(gomega.Equal(corev1.PodPending))
+			g.Expect(p.Spec.NodeName).To(gomega.BeEmpty())
+		}
+	}).WithTimeout(20 * time.Second).WithPolling(time.Second).Should(gomega.Succeed())
+	refused := groups.Refused()
+	s.G.Expect(FlavorsOfRecords(refused)).To(gomega.HaveEach(flavor), "refused creations, as the platform wrote them")
+	for i := 1; i < len(refused); i++ {
+		s.G.Expect(refused[i].Created.Sub(refused[i-1].Decided)).To(gomega.BeNumerically(">=", quota.RefusalMemory-5*time.Second),
+			"%s probed again before the refused use was forgotten", refused[i].Name)
+	}
 }
