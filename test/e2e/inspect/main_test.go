@@ -2,10 +2,10 @@
 // built binary, run as a user with the admin's kubeconfig against the simulated CKE, says why
 // each pod of a real scenario waits (NodePool limits, the quota, a flavor the pool does not
 // allow, a flavor the operator refused and the provider set aside) or where it runs, and what
-// the provider sees. Its controller runs on a configured
-// quota of 40 vCPU / 36 GB, so that the quota rules flavors out at once, without a refused
-// launch or a leak to wait out. It runs on a simulated CKE of its own (harness.RunSuite).
-// `go test -short` skips it.
+// the provider sees. Its controller runs on a configured quota of 40 vCPU / 36 GB, so that
+// the quota rules flavors out at once, without a refused launch or a leak to wait out. It runs
+// on a simulated CKE of its own (harness.RunSuite), in under a minute. `go test -short` skips
+// it.
 package inspect
 
 import (
