@@ -40,7 +40,8 @@ type Explanation struct {
 	State    string            `json:"state"`
 	Requests map[string]string `json:"requests"`
 	Pools    []PoolVerdict     `json:"nodePools"`
-	// Cheapest is the cheapest node that could hold the pod now; nil when none can.
+	// Cheapest is the cheapest node that could hold the pod now, in the heaviest NodePool that
+	// can (Karpenter's order); nil when none can.
 	Cheapest *Choice `json:"cheapest,omitempty"`
 	// CheapestBeyondQuota is the cheapest that only the quota keeps out, when it is cheaper
 	// than Cheapest or there is none.
@@ -52,6 +53,8 @@ type Explanation struct {
 // PoolVerdict is one NodePool's part.
 type PoolVerdict struct {
 	Name string `json:"name"`
+	// Weight is the pool's spec.weight: Karpenter tries the heaviest pools first.
+	Weight int32 `json:"weight,omitempty"`
 	// Excluded says why the pool as a whole cannot hold the pod; empty when some flavor may.
 	Excluded string          `json:"excluded,omitempty"`
 	Flavors  []FlavorVerdict `json:"flavors,omitempty"`
@@ -71,6 +74,19 @@ type Choice struct {
 	Pool        string  `json:"nodePool"`
 	Flavor      string  `json:"flavor"`
 	PriceHourly float64 `json:"priceHourly"`
+	weight      int32
+}
+
+// before says whether c comes before o in Karpenter's order: the heavier pool, then the
+// cheaper flavor.
+func (c *Choice) before(o *Choice) bool {
+	if o == nil {
+		return true
+	}
+	if c.weight != o.weight {
+		return c.weight > o.weight
+	}
+	return c.PriceHourly < o.PriceHourly
 }
 
 // Explain explains where pod could go, from what s read.
@@ -92,16 +108,16 @@ func Explain(s *State, pod *corev1.Pod) Explanation {
 		pv := explainPool(s, &s.NodePools[i], pod, podReqs, requests, unavailable)
 		e.Pools = append(e.Pools, pv)
 		for _, f := range pv.Flavors {
-			choice := &Choice{Pool: pv.Name, Flavor: f.Name, PriceHourly: f.PriceHourly}
-			if len(f.Excluded) == 0 && (e.Cheapest == nil || f.PriceHourly < e.Cheapest.PriceHourly) {
+			choice := &Choice{Pool: pv.Name, Flavor: f.Name, PriceHourly: f.PriceHourly, weight: pv.Weight}
+			if len(f.Excluded) == 0 && choice.before(e.Cheapest) {
 				e.Cheapest = choice
 			}
-			if onlyQuota(f.Excluded) && (e.CheapestBeyondQuota == nil || f.PriceHourly < e.CheapestBeyondQuota.PriceHourly) {
+			if onlyQuota(f.Excluded) && choice.before(e.CheapestBeyondQuota) {
 				e.CheapestBeyondQuota = choice
 			}
 		}
 	}
-	if e.CheapestBeyondQuota != nil && e.Cheapest != nil && e.Cheapest.PriceHourly <= e.CheapestBeyondQuota.PriceHourly {
+	if e.CheapestBeyondQuota != nil && e.Cheapest != nil && !e.CheapestBeyondQuota.before(e.Cheapest) {
 		e.CheapestBeyondQuota = nil
 	}
 	if len(s.NodePools) == 0 {
@@ -140,7 +156,7 @@ func podState(s *State, pod *corev1.Pod) string {
 // against what is left of the pool's limits, its quota charge against the saved quota state,
 // and the refusals that set it aside.
 func explainPool(s *State, pool *karpv1.NodePool, pod *corev1.Pod, podReqs scheduling.Requirements, requests corev1.ResourceList, unavailable map[string]setAside) PoolVerdict {
-	pv := PoolVerdict{Name: pool.Name}
+	pv := PoolVerdict{Name: pool.Name, Weight: lo.FromPtr(pool.Spec.Weight)}
 	if why := classProblem(s, pool); why != "" {
 		pv.Excluded = why
 		return pv

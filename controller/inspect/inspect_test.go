@@ -129,6 +129,23 @@ func TestASchedulablePodGetsTheCheapestFlavorOfItsPool(t *testing.T) {
 	g.Expect(b.String()).To(ContainSubstring("  not allowed by the NodePool's requirements: S, M, L, XL\n"))
 }
 
+// Karpenter tries the heaviest pools first: the cheapest node is the cheapest of the heaviest
+// pool that can hold the pod, and a cheaper flavor the quota keeps out of a lighter pool is not
+// worth naming.
+func TestTheHeaviestPoolComesFirst(t *testing.T) {
+	g := NewWithT(t)
+	s := state(t)
+	heavy := pool("heavy", []string{"XS"}, nil)
+	heavy.Spec.Weight = ptr.To[int32](10)
+	s.NodePools = append(s.NodePools, heavy)
+	p := pod("web", "open", "1", nil)
+	p.Spec.Affinity = nil
+	e := Explain(s, p)
+	g.Expect(e.Cheapest).To(Equal(&Choice{Pool: "heavy", Flavor: "XS", PriceHourly: 0.0611, weight: 10}))
+	g.Expect(e.CheapestBeyondQuota).To(BeNil())
+	g.Expect(poolOf(e, "heavy").Weight).To(Equal(int32(10)))
+}
+
 func TestAPoolAtItsLimitsHoldsNothing(t *testing.T) {
 	g := NewWithT(t)
 	e := Explain(state(t), pod("capped", "capped", "1", nil))

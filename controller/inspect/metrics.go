@@ -70,19 +70,27 @@ func ParseMetrics(raw []byte) (*Metrics, error) {
 	}
 	if f := fams["karpenter_clevercloud_preflight_check"]; f != nil {
 		for _, s := range f.GetMetric() {
-			if s.GetGauge().GetValue() == 1 {
+			if value(s) == 1 {
 				m.Preflight[label(s.GetLabel(), "check")] = label(s.GetLabel(), "result")
 			}
 		}
 	}
 	if f := fams["karpenter_clevercloud_catalog_overrides_valid"]; f != nil && len(f.GetMetric()) > 0 {
-		v := f.GetMetric()[0].GetGauge().GetValue()
+		v := value(f.GetMetric()[0])
 		m.OverridesValid = &v
 	}
 	if f := fams["karpenter_clevercloud_catalog_flavor_price_hourly"]; f != nil {
 		for _, s := range f.GetMetric() {
-			m.Prices[label(s.GetLabel(), "flavor")] = s.GetGauge().GetValue()
+			m.Prices[label(s.GetLabel(), "flavor")] = value(s)
 		}
 	}
 	return m, nil
+}
+
+// value is a gauge's value, or an untyped sample's (an exposition without TYPE lines).
+func value(m *dto.Metric) float64 {
+	if m.GetGauge() != nil {
+		return m.GetGauge().GetValue()
+	}
+	return m.GetUntyped().GetValue()
 }
