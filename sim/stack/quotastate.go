@@ -3,6 +3,9 @@ package stack
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,4 +40,23 @@ func (e *Env) QuotaStateKey() (client.ObjectKey, error) {
 		return client.ObjectKey{}, err
 	}
 	return client.ObjectKey{Namespace: env["SYSTEM_NAMESPACE"], Name: quotastate.ConfigMapName}, nil
+}
+
+// ProviderMetrics are the names of every metric the provider registers, as the generated
+// reference lists them (docs/reference/metrics.md, which make verify keeps in step with the
+// code): a test reading a provider metric by a name not among them reads a metric that does
+// not exist, and must fail rather than read 0.
+func (e *Env) ProviderMetrics() (map[string]bool, error) {
+	raw, err := os.ReadFile(filepath.Join(e.root, "docs", "reference", "metrics.md"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the metrics reference: %w", err)
+	}
+	names := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| \\[`(karpenter_clevercloud_[a-z0-9_]+)`\\]").FindAllStringSubmatch(string(raw), -1) {
+		names[m[1]] = true
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("the metrics reference lists no provider metric")
+	}
+	return names, nil
 }

@@ -3,6 +3,7 @@ package harness
 import (
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/onsi/gomega"
@@ -71,9 +72,18 @@ func (s *Scenario) EventsSince(reason, object string) []corev1.Event {
 	return out
 }
 
-// Metric reads a metric of the running controller.
+// Metric reads a metric of the running controller. A family not exposed yet reads 0, but a
+// provider metric the provider does not register fails the test: a renamed metric must not
+// pass every "is zero" assertion.
 func (s *Scenario) Metric(name string, labels map[string]string) float64 {
 	s.T.Helper()
+	if strings.HasPrefix(name, "karpenter_clevercloud_") {
+		known, err := s.Env.ProviderMetrics()
+		s.must(err)
+		if !known[name] {
+			s.T.Fatalf("%s is no metric the provider registers (docs/reference/metrics.md)", name)
+		}
+	}
 	v, err := s.Env.Controller().Metric(name, labels)
 	s.must(err)
 	return v
