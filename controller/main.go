@@ -3,21 +3,32 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/awslabs/operatorpkg/serrors"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
 	"github.com/samber/lo"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider/metrics"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider/overlay"
 	"sigs.k8s.io/karpenter/pkg/controllers"
 	"sigs.k8s.io/karpenter/pkg/controllers/node/health"
 	"sigs.k8s.io/karpenter/pkg/controllers/state"
 	"sigs.k8s.io/karpenter/pkg/events"
+	"sigs.k8s.io/karpenter/pkg/operator"
+	"sigs.k8s.io/karpenter/pkg/operator/injection"
+	"sigs.k8s.io/karpenter/pkg/operator/logging"
+	"sigs.k8s.io/karpenter/pkg/operator/options"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cli"
@@ -53,20 +64,110 @@ func main() {
 		os.Exit(2)
 	}
 
-	// Core's operator, with lease timings that ride out a short apiserver outage (leadership's
-	// documentation).
-	ctx, op := leadership.NewOperator()
-	// Karpenter core runs its manager on a context nothing cancels, so SIGTERM alone would kill
-	// the process outright, the leader lease still held, and the next replica would wait out its
-	// duration. Cancelling on SIGTERM lets the manager stop its runnables and release the
-	// lease (core sets LeaderElectionReleaseOnCancel); a second signal kills outright.
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	// Karpenter core's options, read from the command line and the environment as its
+	// NewOperator reads them: the ports, the Lease and whether to elect at all.
+	coreCtx := injection.WithOptionsOrDie(context.Background(), options.Injectables...)
+	coreOpts := options.FromContext(coreCtx)
+	// Core's logger, set until NewOperator sets its own alike, so that the standby logs as the
+	// leader does.
+	rootLogger := serrors.NewLogger(zapr.NewLogger(logging.NewLogger(coreCtx, "controller")))
+	log.SetLogger(rootLogger)
+	klog.SetLogger(rootLogger)
+	// Cancelling on SIGTERM lets the operator stop its runnables and then leadership release
+	// the lease, so that the next replica leads at once instead of waiting out its duration; a
+	// second signal kills outright.
+	ctx, stop := signal.NotifyContext(log.IntoContext(context.Background(), rootLogger), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go func() { <-ctx.Done(); stop() }()
-	logger := log.FromContext(ctx).WithName("clevercloud")
+	logger := rootLogger.WithName("clevercloud")
 	logger.Info("starting", "version", version.Version, "region", cfg.Region)
 
+	// Loaded before the election, so that a standby reports a refused overrides file too.
 	cat := lo.Must(catalog.Load(cfg.FlavorsConfigPath, cfg.Region, logger.WithName("catalog")))
+	pricing.ReportRates(cat.BaseRates())
+
+	if coreOpts.DisableLeaderElection {
+		// One replica that leads without a Lease (`make run`).
+		runOperator(ctx, cfg, cat, logger, nil)
+		logger.Info("stopped")
+		return
+	}
+	if err := elect(ctx, coreOpts, cfg, cat, logger); err != nil {
+		// As core's NewOperator exits on a kubeconfig it cannot load.
+		logger.Error(err, "leader election")
+		os.Exit(1)
+	}
+	logger.Info("stopped")
+}
+
+// elect waits for the leader Lease, runs the operator while it holds it, and exits the process
+// with code 1 when the Lease is lost. It returns nil once SIGTERM has stopped the operator and
+// the Lease was released, or stopped the wait for it; an error when it could not elect.
+func elect(ctx context.Context, coreOpts *options.Options, cfg settings.Settings, cat *catalog.Catalog, logger logr.Logger) error {
+	// Core elects with controller-runtime's timings, which no provider can change; the
+	// provider elects itself (leadership) and runs core's operator only as the leader.
+	if err := os.Setenv("DISABLE_LEADER_ELECTION", "true"); err != nil {
+		return fmt.Errorf("turning core's leader election off: %w", err)
+	}
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig for leader election: %w", err)
+	}
+	lease, err := leadership.CoreLease(coreOpts.LeaderElectionName, coreOpts.LeaderElectionNamespace, os.Getenv("SYSTEM_NAMESPACE"))
+	if err != nil {
+		return err
+	}
+	identity, err := leadership.Identity()
+	if err != nil {
+		return err
+	}
+	election, err := leadership.New(lease, identity, restConfig, leadership.DefaultTimings)
+	if err != nil {
+		return err
+	}
+	standby, err := leadership.ServeStandby(logger.WithName("standby"),
+		fmt.Sprintf(":%d", coreOpts.HealthProbePort), fmt.Sprintf(":%d", coreOpts.MetricsPort), crmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	err = election.Run(ctx, func(ctx context.Context) {
+		// Core's manager binds the health port when NewOperator builds it.
+		lo.Must0(standby.ReleaseHealthPort())
+		runOperator(ctx, cfg, cat, logger, func() {
+			// ... and the metrics port when it starts.
+			lo.Must0(standby.ReleaseMetricsPort())
+		})
+	})
+	if errors.Is(err, leadership.ErrLeaseLost) {
+		// The operator may not work on without the Lease, and is still stopping: exit now,
+		// before the Lease runs out and another replica leads.
+		logger.Error(err, "exiting")
+		os.Exit(1)
+	}
+	if err != nil {
+		return err
+	}
+	// A standby stopped by SIGTERM still serves.
+	return standby.Close()
+}
+
+// runOperator builds Karpenter core's operator with the provider's cloud provider and
+// controllers and runs it until ctx is cancelled. beforeStart, when not nil, runs right before
+// the operator starts.
+func runOperator(parent context.Context, cfg settings.Settings, cat *catalog.Catalog, logger logr.Logger, beforeStart func()) {
+	coreCtx, op := operator.NewOperator()
+	if !options.FromContext(coreCtx).DisableLeaderElection {
+		// A --disable-leader-election=false on the command line outweighs the environment:
+		// core's manager would then wait for the Lease this process holds, for ever.
+		panic("Karpenter core's leader election is on beside the provider's: drop --disable-leader-election from the command line")
+	}
+	// Core's context carries its options, which its controllers read; parent, the end of the
+	// leadership or SIGTERM.
+	ctx, cancel := context.WithCancel(coreCtx)
+	defer cancel()
+	stopCancelling := context.AfterFunc(parent, cancel)
+	defer stopCancelling()
+
 	watcher := lo.Must(client.NewWithWatch(op.GetConfig(), client.Options{Scheme: op.GetScheme(), Mapper: op.GetRESTMapper()}))
 	groups := nodegroup.NewClient(op.GetClient(), op.GetAPIReader(), watcher)
 
@@ -81,7 +182,6 @@ func main() {
 	repairPolicies := lo.Must(health.NewRepairPolicyMatcher(ctx, cloudProvider))
 	clusterState := state.NewCluster(op.Clock, op.GetClient(), cloudProvider, state.WithRepairPolicyMatcher(repairPolicies))
 
-	pricing.ReportRates(cat.BaseRates())
 	var prices nodeclass.Prices
 	if cfg.Pricing.Enabled {
 		refresher := lo.Must(pricing.New(cfg, cat.BaseRates(), &http.Client{}, op.Clock, func(_ context.Context, u pricing.Update) error {
@@ -112,7 +212,9 @@ func main() {
 				GiveUpAfter:        cfg.LaunchGiveUpAfter.Duration,
 				StoppedGiveUpAfter: cfg.StoppedLaunchGiveUpAfter.Duration,
 			}),
-		).
-		Start(ctx)
-	logger.Info("stopped")
+		)
+	if beforeStart != nil {
+		beforeStart()
+	}
+	op.Start(ctx)
 }

@@ -25,7 +25,12 @@ import (
 	// Everything controller/main.go imports, so that every metric the controller binary
 	// registers when its packages initialise is registered in this test binary too
 	// (TestMonitoringImportsTheController keeps the list complete).
+	_ "github.com/awslabs/operatorpkg/serrors"
+	_ "github.com/go-logr/logr"
+	_ "github.com/go-logr/zapr"
 	_ "github.com/samber/lo"
+	_ "k8s.io/klog/v2"
+	_ "sigs.k8s.io/controller-runtime"
 	_ "sigs.k8s.io/controller-runtime/pkg/client"
 	_ "sigs.k8s.io/controller-runtime/pkg/log"
 	_ "sigs.k8s.io/karpenter/pkg/cloudprovider/metrics"
@@ -35,6 +40,9 @@ import (
 	_ "sigs.k8s.io/karpenter/pkg/controllers/state"
 	_ "sigs.k8s.io/karpenter/pkg/events"
 	_ "sigs.k8s.io/karpenter/pkg/operator"
+	_ "sigs.k8s.io/karpenter/pkg/operator/injection"
+	_ "sigs.k8s.io/karpenter/pkg/operator/logging"
+	_ "sigs.k8s.io/karpenter/pkg/operator/options"
 
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/catalog"
 	_ "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cli"

@@ -1,16 +1,21 @@
-// Package leadership builds Karpenter core's operator with leader-election timings that let the
-// leader ride out a short apiserver outage, or an apiserver too loaded to answer its renewals
-// for a while, without losing its lease and exiting.
+// Package leadership is the provider's own leader election: it takes Karpenter core's leader
+// Lease with timings that let the leader ride out a short apiserver outage, or an apiserver too
+// loaded to answer its renewals for a while, without losing its lease and exiting, and runs
+// core's operator, built by core's own operator.NewOperator with core's election turned off,
+// only while it holds that Lease.
 //
 // Core's operator.NewOperator builds the controller-runtime manager itself and lets a provider
 // set only the Lease's labels and the rest.Config leader election talks with: the lease's
 // duration, renew deadline and retry period stay at controller-runtime's defaults (15 s, 10 s,
 // 2 s). With those the leader gives up, and the process exits, once its renewals have failed
-// for 10 to 12 s: a 10-s outage plus the time a restarted apiserver takes to answer again is
-// already too long. No rest.Config can lengthen that deadline, so NewOperator mirrors core's
-// NewOperator line for line and sets only what core leaves out: the three timings, and a
-// connection of the leader's own. CoreVersion pins the core release it mirrors; a test fails
-// when core moves, so that its changes are carried over.
+// for 10 to 12 s: a 10-s outage plus the time a restarted apiserver takes to answer is already
+// too long. No rest.Config can lengthen that deadline. So the controller asks core for no
+// election (DISABLE_LEADER_ELECTION, which a manager without election starts everything at
+// once under) and elects itself with client-go's leaderelection on the same Lease, the same
+// name and namespace core would use, so that the bundle's Role and FlowSchema cover it
+// unchanged and replicas of an older release, elected by core, compete for the same object.
+// Core's operator is built and started only once the Lease is held; until then the process
+// answers its health probes and serves its metrics itself (Standby).
 //
 // # The timings
 //
@@ -21,73 +26,57 @@
 //   - Outage ridden out: an apiserver that refuses connections (a restart) costs nothing as long
 //     as it answers again within RenewDeadline − RetryPeriod of the last renewal (28 s); one whose
 //     connections hang makes each attempt wait out its request timeout, RenewDeadline/2 (which
-//     controller-runtime sets), so there it is RenewDeadline/2 − RetryPeriod (13 s). Both cover
-//     a 10-s outage with room for the apiserver's own restart.
+//     Config sets), so there it is RenewDeadline/2 − RetryPeriod (13 s). Both cover a 10-s
+//     outage with room for the apiserver's own restart.
 //   - Never two leaders: a renewal that succeeded may have answered up to its timeout,
 //     RenewDeadline/2, after the apiserver wrote it, and a standby counts LeaseDuration from
 //     that write at the earliest. The leader stops trying RetryPeriod + RenewDeadline after the
 //     answer, so it has stopped leading RetryPeriod + RenewDeadline + RenewDeadline/2 (47 s)
 //     after the write, before LeaseDuration (60 s) lets anyone else lead; the rest is what the
-//     process takes to exit. The standby reads the duration from the Lease, so replicas of an
-//     older release, with other timings, wait out ours and we wait out theirs.
+//     process takes to exit. A leader that lost its Lease does not hand it over early either:
+//     the Lease is released only once the operator has returned (Run), never while it may still
+//     be working. The standby reads the duration from the Lease, so replicas of an older
+//     release, with other timings, wait out ours and we wait out theirs.
 //   - What it costs: a leader that dies without releasing its lease (SIGKILL, OOM, a lost node)
 //     is replaced after up to LeaseDuration + RetryPeriod instead of 17 s; nothing provisions or
-//     disrupts meanwhile. A rolling update releases the lease on SIGTERM, so the next replica
-//     still leads within RetryPeriod. RetryPeriod stays at 2 s: one small write every 2 s is
-//     nothing to the apiserver, and it bounds that handover.
+//     disrupts meanwhile. A rolling update releases the lease on SIGTERM once the operator has
+//     stopped, so the next replica still leads within RetryPeriod. A standby builds core's
+//     operator only once it leads, so it starts its caches then (core's controller warm-up,
+//     off by default, cannot fill them earlier without core's own election). RetryPeriod stays
+//     at 2 s: one small write every 2 s is nothing to the apiserver, and it bounds that
+//     handover.
 //
 // # The leader's connection
 //
-// Core copies the rest.Config for leader election so that the controllers' client-side rate
-// limit does not apply to renewals, but client-go caches transports by TLS settings, so the
-// copy still shares the controllers' HTTP/2 connection: renewals queue behind their watches
-// and lists on one TCP connection and its flow-control window, and a connection that hangs
-// hangs them all. Config gives leader election an HTTP/1.1 connection of its own; a renewal
-// that times out closes it, so the next attempt dials afresh. On the apiserver's side the
-// bundle's FlowSchema puts the Lease in the leader-election priority level.
+// A rest.Config copied from the controllers' one still shares their HTTP/2 connection, because
+// client-go caches transports by TLS settings: renewals would queue behind the controllers'
+// watches and lists on one TCP connection and its flow-control window, and a connection that
+// hangs would hang them all. Config gives leader election an HTTP/1.1 connection of its own and
+// a request timeout, so that a renewal that times out closes its connection and the next
+// attempt dials afresh. On the apiserver's side the bundle's FlowSchema puts the Lease in the
+// leader-election priority level.
 package leadership
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/pprof"
-	"runtime/debug"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/awslabs/operatorpkg/option"
-	"github.com/awslabs/operatorpkg/serrors"
-	"github.com/go-logr/zapr"
-	"github.com/samber/lo"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/fields"
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	v1 "sigs.k8s.io/karpenter/pkg/apis/v1"
-	"sigs.k8s.io/karpenter/pkg/controllers/nodeoverlay"
-	"sigs.k8s.io/karpenter/pkg/events"
-	"sigs.k8s.io/karpenter/pkg/operator"
-	"sigs.k8s.io/karpenter/pkg/operator/injection"
-	"sigs.k8s.io/karpenter/pkg/operator/logging"
-	"sigs.k8s.io/karpenter/pkg/operator/options"
-	"sigs.k8s.io/karpenter/pkg/state/prediction"
+	// Reports client-go's leader election as leader_election_master_status in controller-runtime's
+	// registry, which core's manager and Standby serve.
+	_ "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // The leader-election timings; the package documentation says why these.
@@ -97,181 +86,200 @@ const (
 	RetryPeriod   = 2 * time.Second
 )
 
-// CoreVersion is the sigs.k8s.io/karpenter release whose operator.NewOperator NewOperator
-// mirrors.
-const CoreVersion = "v1.15.0"
+// Timings are an election's lease duration, renew deadline and retry period.
+type Timings struct {
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// DefaultTimings are the package's constants; tests elect with shorter ones.
+var DefaultTimings = Timings{LeaseDuration: LeaseDuration, RenewDeadline: RenewDeadline, RetryPeriod: RetryPeriod}
+
+// ErrLeaseLost is what Run returns when the leader could not renew its Lease: the process must
+// exit, as the operator may not go on working without it.
+var ErrLeaseLost = errors.New("leader election lost")
+
+// inClusterNamespacePath is where a pod finds its namespace, the Lease's when nothing names one.
+const inClusterNamespacePath = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// Lease names the Lease the replicas compete for.
+type Lease struct {
+	Namespace, Name string
+}
+
+// CoreLease is the Lease core would elect on: name is its LEADER_ELECTION_NAME option and
+// namespace its LEADER_ELECTION_NAMESPACE, else systemNamespace (SYSTEM_NAMESPACE, the
+// controller's namespace in the bundle), else the pod's own namespace, as controller-runtime
+// falls back to.
+func CoreLease(name, namespace, systemNamespace string) (Lease, error) {
+	return leaseIn(name, namespace, systemNamespace, inClusterNamespacePath)
+}
+
+func leaseIn(name, namespace, systemNamespace, podNamespacePath string) (Lease, error) {
+	if name == "" {
+		return Lease{}, errors.New("no leader-election Lease name (LEADER_ELECTION_NAME)")
+	}
+	for _, ns := range []string{namespace, systemNamespace} {
+		if ns != "" {
+			return Lease{Namespace: ns, Name: name}, nil
+		}
+	}
+	b, err := os.ReadFile(podNamespacePath)
+	if err != nil {
+		return Lease{}, fmt.Errorf("no namespace for the leader-election Lease %s: set LEADER_ELECTION_NAMESPACE or SYSTEM_NAMESPACE out of a cluster (%w)", name, err)
+	}
+	ns := strings.TrimSpace(string(b))
+	if ns == "" {
+		return Lease{}, fmt.Errorf("no namespace for the leader-election Lease %s: %s is empty", name, podNamespacePath)
+	}
+	return Lease{Namespace: ns, Name: name}, nil
+}
+
+// Identity names this process in the Lease: its host name, which is the pod's, and a UID, so
+// that a restarted container is another holder, as core's identities are.
+func Identity() (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("leader-election identity: %w", err)
+	}
+	return host + "_" + string(uuid.NewUUID()), nil
+}
 
 // Config is the rest.Config leader election talks with: base's endpoint and credentials, on an
-// HTTP/1.1 connection of its own. controller-runtime sets its request timeout (RenewDeadline/2).
-func Config(base *rest.Config) *rest.Config {
+// HTTP/1.1 connection of its own, each request timed out after half the renew deadline.
+func Config(base *rest.Config, t Timings) *rest.Config {
 	c := rest.CopyConfig(base)
 	// Transports are cached by TLS settings, NextProtos among them: another value is another
 	// transport, and leaving h2 out keeps a timed-out request from leaving a dead connection
 	// behind for the next one.
 	c.NextProtos = []string{"http/1.1"}
-	return c
+	// Two attempts fit in the renew deadline even when connections hang.
+	c.Timeout = t.RenewDeadline / 2
+	// A limiter of its own: the controllers' client-side rate limit never delays a renewal.
+	c.RateLimiter = nil
+	return rest.AddUserAgent(c, "leader-election")
 }
 
-// NewOperator is core's operator.NewOperator (CoreVersion) with the leader-election timings
-// above and Config's connection for leader election. Like core's, it panics on error.
-func NewOperator(o ...option.Function[operator.Options]) (context.Context, *operator.Operator) {
-	opts := option.Resolve(o...)
+// Election is leader election on one Lease.
+type Election struct {
+	// Lock is the Lease as this process holds it.
+	Lock resourcelock.Interface
+	// Name labels leader_election_master_status: the Lease's name, as core's manager labels it.
+	Name    string
+	Timings Timings
+}
 
-	ctx := injection.WithOptionsOrDie(context.Background(), options.Injectables...)
-
-	// Make the binary aware of the container memory limit, as core does.
-	if options.FromContext(ctx).MemoryLimit > 0 {
-		newLimit := int64(float64(options.FromContext(ctx).MemoryLimit) * 0.9)
-		debug.SetMemoryLimit(newLimit)
+// New is an election on lease as identity, through Config(base, t).
+func New(lease Lease, identity string, base *rest.Config, t Timings) (*Election, error) {
+	cs, err := kubernetes.NewForConfig(Config(base, t))
+	if err != nil {
+		return nil, fmt.Errorf("leader-election client: %w", err)
 	}
-
-	logger := serrors.NewLogger(zapr.NewLogger(logging.NewLogger(ctx, "controller")))
-	log.SetLogger(logger)
-	klog.SetLogger(logger)
-
-	config := ctrl.GetConfigOrDie()
-	// Copied before the controllers' QPS is set, as core does, so that their client-side rate
-	// limiter never delays a renewal.
-	leaderConfig := Config(config)
-	if opts.LeaderElectionConfig != nil {
-		leaderConfig = opts.LeaderElectionConfig
-	}
-
-	config.QPS = float32(options.FromContext(ctx).KubeClientQPS)
-	config.Burst = options.FromContext(ctx).KubeClientBurst
-	config.UserAgent = fmt.Sprintf("%s/%s", operator.AppName, operator.Version)
-
-	kubernetesInterface := kubernetes.NewForConfigOrDie(config)
-
-	log.FromContext(ctx).WithValues("version", operator.Version).V(1).Info("discovered karpenter version")
-
-	if cfg := options.FromContext(ctx).SchedulerConfig; cfg != nil && cfg.PodTopologySpread != nil && len(cfg.PodTopologySpread.DefaultConstraints) != 0 {
-		log.FromContext(ctx).WithValues("default-topology-spread-constraints", cfg.PodTopologySpread.DefaultConstraints).Info("scheduler-config is set: applying these default topology spread constraints during scheduling to pods that declare none of their own")
-	}
-
-	mgrOpts := ctrl.Options{
-		Logger:                        logging.IgnoreDebugEvents(logger),
-		LeaderElection:                !options.FromContext(ctx).DisableLeaderElection,
-		LeaderElectionID:              options.FromContext(ctx).LeaderElectionName,
-		LeaderElectionNamespace:       options.FromContext(ctx).LeaderElectionNamespace,
-		LeaderElectionResourceLock:    resourcelock.LeasesResourceLock,
-		LeaderElectionReleaseOnCancel: true,
-		LeaderElectionConfig:          leaderConfig,
-		LeaderElectionLabels:          opts.LeaderElectionLabels,
-		LeaseDuration:                 new(LeaseDuration),
-		RenewDeadline:                 new(RenewDeadline),
-		RetryPeriod:                   new(RetryPeriod),
-		Metrics: server.Options{
-			BindAddress: fmt.Sprintf(":%d", options.FromContext(ctx).MetricsPort),
+	return &Election{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: lease.Namespace, Name: lease.Name},
+			Client:     cs.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 		},
-		HealthProbeBindAddress: fmt.Sprintf(":%d", options.FromContext(ctx).HealthProbePort),
-		BaseContext: func() context.Context {
-			ctx := log.IntoContext(context.Background(), logger)
-			ctx = injection.WithOptionsOrDie(ctx, options.Injectables...)
-			return ctx
-		},
-		Cache: cache.Options{
-			ByObject: map[client.Object]cache.ByObject{
-				&coordinationv1.Lease{}: {
-					Field: fields.SelectorFromSet(fields.Set{"metadata.namespace": "kube-node-lease"}),
-				},
+		Name:    lease.Name,
+		Timings: t,
+	}, nil
+}
+
+// Run takes the Lease, waiting for it as long as another process holds it, then calls lead
+// and renews the Lease until lead returns. lead's context is cancelled when ctx is (SIGTERM)
+// or when a renewal has failed for the whole renew deadline.
+//
+// Run returns nil once ctx is cancelled and, if this process led, lead has returned and the
+// Lease has been released for the next replica to lead at once. It returns ErrLeaseLost,
+// without waiting for lead, when the Lease could not be renewed: the caller must exit then,
+// before the Lease runs out. Run logs with ctx's logger.
+func (e *Election) Run(ctx context.Context, lead func(context.Context)) error {
+	logger := logr.FromContextOrDiscard(ctx)
+	lock := &releaseGuard{Interface: e.Lock}
+	// The election ends when Run says so, not when ctx does: a leader's Lease is given up only
+	// after the operator has returned.
+	electionCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElection()
+
+	var mu sync.Mutex
+	leading := false
+	// SIGTERM: a standby stops waiting for the Lease at once; a leader once lead has returned.
+	stopWatching := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !leading {
+			stopElection()
+		}
+	})
+	defer stopWatching()
+
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:          lock,
+		Name:          e.Name,
+		LeaseDuration: e.Timings.LeaseDuration,
+		RenewDeadline: e.Timings.RenewDeadline,
+		RetryPeriod:   e.Timings.RetryPeriod,
+		// Released once the operator has stopped (releaseGuard), so that a rolling update hands
+		// over within a retry period instead of a lease duration.
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leaseCtx context.Context) {
+				mu.Lock()
+				if ctx.Err() != nil {
+					// SIGTERM came as the Lease was taken: the watcher ends the election and
+					// the Lease is released without anything having run under it.
+					mu.Unlock()
+					lock.mayRelease.Store(true)
+					stopElection()
+					return
+				}
+				leading = true
+				mu.Unlock()
+				logger.Info("leading", "lease", lock.Describe(), "identity", lock.Identity())
+				runCtx, cancel := context.WithCancel(leaseCtx)
+				defer cancel()
+				stop := context.AfterFunc(ctx, cancel)
+				defer stop()
+				lead(runCtx)
+				// Nothing works under the Lease any more: give it up.
+				lock.mayRelease.Store(true)
+				stopElection()
+			},
+			OnStoppedLeading: func() {
+				// Only a stop Run asked for ends here quietly; on a lost Lease Run returns
+				// ErrLeaseLost and its caller exits non-zero, as controller-runtime's manager
+				// does.
+				if electionCtx.Err() != nil {
+					logger.Info("stopped leader election", "lease", lock.Describe())
+				}
 			},
 		},
-		Controller: ctrlconfig.Controller{
-			// Warm-up starts the controllers' watches before the lease is won, so that a standby
-			// leads with its caches filled; it only means something with leader election on.
-			EnableWarmup: new(!options.FromContext(ctx).DisableLeaderElection && !options.FromContext(ctx).DisableControllerWarmup),
-		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election on %s: %w", lock.Describe(), err)
 	}
-	if options.FromContext(ctx).EnableProfiling {
-		mgrOpts.Metrics.ExtraHandlers = lo.Assign(mgrOpts.Metrics.ExtraHandlers, map[string]http.Handler{
-			"/debug/pprof/":             http.HandlerFunc(pprof.Index),
-			"/debug/pprof/cmdline":      http.HandlerFunc(pprof.Cmdline),
-			"/debug/pprof/profile":      http.HandlerFunc(pprof.Profile),
-			"/debug/pprof/symbol":       http.HandlerFunc(pprof.Symbol),
-			"/debug/pprof/trace":        http.HandlerFunc(pprof.Trace),
-			"/debug/pprof/allocs":       pprof.Handler("allocs"),
-			"/debug/pprof/heap":         pprof.Handler("heap"),
-			"/debug/pprof/block":        pprof.Handler("block"),
-			"/debug/pprof/goroutine":    pprof.Handler("goroutine"),
-			"/debug/pprof/threadcreate": pprof.Handler("threadcreate"),
-		})
+	logger.Info("waiting for the leader Lease", "lease", lock.Describe(), "identity", lock.Identity(),
+		"leaseDuration", e.Timings.LeaseDuration, "renewDeadline", e.Timings.RenewDeadline, "retryPeriod", e.Timings.RetryPeriod)
+	le.Run(electionCtx)
+	if electionCtx.Err() == nil {
+		return fmt.Errorf("%w: the Lease %s was not renewed within %s", ErrLeaseLost, lock.Describe(), e.Timings.RenewDeadline)
 	}
-	mgr, err := ctrl.NewManager(config, mgrOpts)
-	mgr = lo.Must(mgr, err, "failed to setup manager")
-
-	setupIndexers(ctx, mgr)
-
-	lo.Must0(mgr.AddReadyzCheck("manager", func(req *http.Request) error {
-		return lo.Ternary(mgr.GetCache().WaitForCacheSync(req.Context()), nil, fmt.Errorf("failed to sync caches"))
-	}))
-	lo.Must0(mgr.AddReadyzCheck("crd", func(_ *http.Request) error {
-		objects := []client.Object{&v1.NodePool{}, &v1.NodeClaim{}}
-		for _, obj := range objects {
-			gvk, err := apiutil.GVKForObject(obj, scheme.Scheme)
-			if err != nil {
-				return fmt.Errorf("resolving the kind of %T: %w", obj, err)
-			}
-			if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-				return fmt.Errorf("mapping %s: %w", gvk, err)
-			}
-		}
-		return nil
-	}))
-	lo.Must0(mgr.AddHealthzCheck("healthz", healthz.Ping))
-	lo.Must0(mgr.AddReadyzCheck("readyz", healthz.Ping))
-
-	return ctx, &operator.Operator{
-		Manager:             mgr,
-		KubernetesInterface: kubernetesInterface,
-		EventRecorder:       events.NewRecorder(mgr.GetEventRecorderFor(operator.AppName)), //nolint:staticcheck // SA1019: core's own recorder, until events.Recorder moves to mgr.GetEventRecorder
-		Clock:               clock.RealClock{},
-		InstanceTypeStore:   nodeoverlay.NewInstanceTypeStore(),
-		PredictionStore:     prediction.NewStore(),
-	}
+	return nil
 }
 
-// setupIndexers is core's (unexported) field indexers, which its controllers list by.
-func setupIndexers(ctx context.Context, mgr manager.Manager) {
-	lo.Must0(mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}), "failed to setup pod indexer")
-	lo.Must0(mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, "spec.providerID", func(o client.Object) []string {
-		return []string{o.(*corev1.Node).Spec.ProviderID}
-	}), "failed to setup node provider id indexer")
-	lo.Must0(mgr.GetFieldIndexer().IndexField(ctx, &storagev1.VolumeAttachment{}, "spec.nodeName", func(o client.Object) []string {
-		return []string{o.(*storagev1.VolumeAttachment).Spec.NodeName}
-	}), "failed to setup volumeattachment indexer")
+// releaseGuard is the Lease lock, except that it does not release the Lease (client-go writes
+// an empty holder) until Run allows it: client-go releases it whenever renewing stops, also
+// when renewals failed and the operator may still be at work, and a standby would then lead
+// beside it.
+type releaseGuard struct {
+	resourcelock.Interface
+	mayRelease atomic.Bool
+}
 
-	// A NodeClaim index whose CRD is not installed is logged, not fatal, as in core: the
-	// controllers that do not need it still run.
-	handleCRDIndexerError := func(err error, msg string) {
-		noKindMatchError := &meta.NoKindMatchError{}
-		if errors.As(err, &noKindMatchError) {
-			log.FromContext(ctx).Error(err, msg)
-		} else if err != nil {
-			panic(fmt.Sprintf("%s, %s", err, msg))
-		}
+func (g *releaseGuard) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	if r.HolderIdentity == "" && !g.mayRelease.Load() {
+		return fmt.Errorf("%w: the Lease is left to run out, as the operator may still be running", ErrLeaseLost)
 	}
-	handleCRDIndexerError(mgr.GetFieldIndexer().IndexField(ctx, &v1.NodeClaim{}, "status.providerID", func(o client.Object) []string {
-		return []string{o.(*v1.NodeClaim).Status.ProviderID}
-	}), "failed to setup nodeclaim provider id indexer")
-	handleCRDIndexerError(mgr.GetFieldIndexer().IndexField(ctx, &v1.NodeClaim{}, "spec.nodeClassRef.group", func(o client.Object) []string {
-		return []string{o.(*v1.NodeClaim).Spec.NodeClassRef.Group}
-	}), "failed to setup nodeclaim nodeclassref apiversion indexer")
-	handleCRDIndexerError(mgr.GetFieldIndexer().IndexField(ctx, &v1.NodeClaim{}, "spec.nodeClassRef.kind", func(o client.Object) []string {
-		return []string{o.(*v1.NodeClaim).Spec.NodeClassRef.Kind}
-	}), "failed to setup nodeclaim nodeclassref kind indexer")
-	handleCRDIndexerError(mgr.GetFieldIndexer().IndexField(ctx, &v1.NodeClaim{}, "spec.nodeClassRef.name", func(o client.Object) []string {
-		return []string{o.(*v1.NodeClaim).Spec.NodeClassRef.Name}
-	}), "failed to setup nodeclaim nodeclassref name indexer")
-	handleCRDIndexerError(mgr.GetFieldIndexer().IndexField(ctx, &v1.NodePool{}, "spec.template.spec.nodeClassRef.group", func(o client.Object) []string {
-		return []string{o.(*v1.NodePool).Spec.Template.Spec.NodeClassRef.Group}
-	}), "failed to setup nodepool nodeclassref apiversion indexer")
-	handleCRDIndexerError(mgr.GetFieldIndexer().IndexField(ctx, &v1.NodePool{}, "spec.template.spec.nodeClassRef.kind", func(o client.Object) []string {
-		return []string{o.(*v1.NodePool).Spec.Template.Spec.NodeClassRef.Kind}
-	}), "failed to setup nodepool nodeclassref kind indexer")
-	handleCRDIndexerError(mgr.GetFieldIndexer().IndexField(ctx, &v1.NodePool{}, "spec.template.spec.nodeClassRef.name", func(o client.Object) []string {
-		return []string{o.(*v1.NodePool).Spec.Template.Spec.NodeClassRef.Name}
-	}), "failed to setup nodepool nodeclassref name indexer")
+	// Unwrapped: client-go tells a conflict by the apiserver's status, and logs the lock with it.
+	return g.Interface.Update(ctx, r)
 }
