@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/controllers/quotastate"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
 // ForgetQuotaState stops the controller and deletes what it saved of the quota (the
@@ -59,4 +61,23 @@ func (e *Env) ProviderMetrics() (map[string]bool, error) {
 		return nil, fmt.Errorf("the metrics reference lists no provider metric")
 	}
 	return names, nil
+}
+
+// QuotaStateRemembers says whether the controller saved any memory of the quota (a refused
+// use, a suspected leak, a doubt of CKE's default): what a restart would carry into the next
+// scenario.
+func (e *Env) QuotaStateRemembers(ctx context.Context) (bool, error) {
+	key, err := e.QuotaStateKey()
+	if err != nil {
+		return false, err
+	}
+	cm := &corev1.ConfigMap{}
+	if err := e.Client.Get(ctx, key, cm); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	var s quota.Snapshot
+	if err := json.Unmarshal([]byte(cm.Data[quotastate.KeySnapshot]), &s); err != nil {
+		return true, nil // unreadable: forget it too
+	}
+	return len(s.Refused)+len(s.Leaks)+len(s.Doubts) > 0, nil
 }

@@ -109,6 +109,14 @@ func (s *Scenario) cleanup() {
 	if errs := s.ErrorLines(); len(errs) > 0 {
 		t.Errorf("the controller logged %d unexpected error line(s) during the scenario:\n%s", len(errs), strings.Join(errs, "\n"))
 	}
+	// The engine's leaks were just dropped (RestoreOperator); the controller's memory of them,
+	// saved so that it survives restarts, must go too, or the next scenario inherits it.
+	if remembers, err := s.Env.QuotaStateRemembers(ctx); err != nil {
+		t.Errorf("cleanup: reading the saved quota state: %v", err)
+	} else if remembers {
+		s.must(s.Env.ForgetQuotaState(ctx))
+		s.RestartController(nil)
+	}
 	if !ok && !failedBefore {
 		s.Dump()
 	}
