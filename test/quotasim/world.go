@@ -550,20 +550,20 @@ func (w *World) check() *Violation {
 	// gets its group within quota.UptakeBound, whatever happened before.
 	unmet := false
 	for _, p := range w.pods {
-		if g := w.groups[p.group]; p.state == running || (p.state == launching && g != nil && g.state != awaiting && g.state != refusedState) {
+		// The wait ends when the pod gets its NodeGroup. Should the platform refuse it (it had
+		// no room by then: another launch, another cluster), the pod waits anew from when the
+		// platform has room again.
+		if p.state != pending {
 			if !p.fitsSince.IsZero() {
 				w.Stats.Waits = append(w.Stats.Waits, w.now().Sub(p.fitsSince))
 			}
 			p.fitsSince = time.Time{}
 			continue
 		}
-		if p.state == pending && !w.fits(p) {
+		if !w.fits(p) {
 			unmet = true
 			p.fitsSince = time.Time{}
 			continue
-		}
-		if p.state != pending && p.fitsSince.IsZero() {
-			continue // launched before the platform had room: its verdict will tell
 		}
 		if p.fitsSince.IsZero() {
 			p.fitsSince, p.launchesBefore = w.now(), w.Stats.Launches
