@@ -22,11 +22,15 @@ import (
 // given up (event, metric), its group deleted, and its pod runs on the replacement, whose node
 // joins in the platform's typical 28 s, within 5 minutes of the dead launch's creation; core's
 // 15-minute registration timeout never comes into it. The three die side by side on a quota
-// raised for them and their replacements: what a give-up costs in quota is the quota
-// packages' business.
+// raised, and configured, for them and their replacements: what a give-up costs in quota is
+// the quota packages' business.
 func TestDeadLaunchesAreReplacedWithinFiveMinutes(t *testing.T) {
 	s := harness.NewScenario(t, env)
-	s.RaiseQuota()
+	// Each give-up deletes a group before it was built, which the controller charges as a
+	// suspected quota leak and saves: a fresh controller on each side keeps those leaks from
+	// the scenarios after this one.
+	env.Cluster.Operator().Configure(func(o *operator.Options) { o.QuotaCPU, o.QuotaRAMGB = 200, 200 })
+	s.FreshController(map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "200", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "200"})
 	env.Cluster.Operator().Configure(func(o *operator.Options) {
 		// The platform's typical times (cke-platform.md §6), which the replacements meet.
 		o.JoinDelay = 28 * time.Second
@@ -79,6 +83,8 @@ func TestDeadLaunchesAreReplacedWithinFiveMinutes(t *testing.T) {
 
 	for _, l := range launches {
 		t.Logf("%s: the dead launch's pod Running on its replacement %s after the dead launch's creation", l.name, l.running.Round(time.Second))
+	}
+	for _, l := range launches {
 		Expect(l.running).To(BeNumerically("<", 5*time.Minute), "%s: the pod runs on a replacement within 5 minutes of the dead launch's creation", l.name)
 		_, pods := s.RunningPods(l.d)
 		Expect(s.NodeOf(pods[0]).Labels).NotTo(HaveKeyWithValue(ngv1.LabelNodeGroup, l.group.Name), "%s: the pod runs on the replacement", l.name)
@@ -98,7 +104,9 @@ func TestAnUnclassifiedRefusalSetsTheFlavorAside(t *testing.T) {
 	s := harness.NewScenario(t, env)
 	// Core logs the failed launch, and the pod it cannot place while 2XS is set aside.
 	s.AllowErrors(`failed launching nodeclaim.*refused`, `could not schedule pod`)
-	s.RestartController(nil) // no memory of the flavor from an earlier scenario
+	// No memory of the flavor or of the quota from an earlier scenario, and none of the refused
+	// group's suspected leak left for the next one: the controller saves its quota memory.
+	s.FreshController(nil)
 	env.Cluster.Operator().Configure(func(o *operator.Options) { o.Faults = []operator.Fault{operator.FaultUnknownRefusal} })
 	class := s.NodeClass("", nil)
 	pool := s.NodePool("", class, []string{"2XS"}, time.Minute)

@@ -56,10 +56,9 @@ func TestLaunchReturnsOnTheDecision(t *testing.T) {
 func TestLateRefusalFailsTheLaunchAtOnce(t *testing.T) {
 	s := harness.NewScenario(t, env)
 	s.AllowErrors(`failed launching nodeclaim.*(Quota exceeded|headroom|no available flavor)`, `could not schedule pod`)
-	s.RestartController(map[string]string{"NODEGROUP_ACCEPTANCE_TIMEOUT": "1s"})
-	// The refusal teaches the controller a limit below CKE's default; a fresh controller
-	// starts the next scenario without it. Runs before the scenario's cleanup.
-	t.Cleanup(func() { s.RestartController(nil) })
+	// The refusal teaches the controller a limit below CKE's default, which it saves; a fresh
+	// controller, its saved quota memory forgotten, starts the next scenario without it.
+	s.FreshController(map[string]string{"NODEGROUP_ACCEPTANCE_TIMEOUT": "1s"})
 	// The control plane (2 × S) uses the whole quota: every group is refused, 4 s after its
 	// creation, long after Create gave up waiting.
 	env.Cluster.Operator().Configure(func(o *operator.Options) {
