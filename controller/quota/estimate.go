@@ -323,14 +323,12 @@ func (t *Tracker) rememberLocked(use Usage) {
 	t.refusals = out
 }
 
-// withinConfiguredLocked says whether a use is within the configured limit in every resource
-// the configuration states, and the configuration states at least one.
+// withinConfiguredLocked says whether the configuration states both resources' limits and a
+// use is within them. With one resource left to inference, a refusal within the stated one may
+// be the other's: it is remembered like any refusal, not reported as a misconfiguration.
 func (t *Tracker) withinConfiguredLocked(u Usage) bool {
 	c := t.configuredLocked()
-	if c.CPU == 0 && c.GB == 0 {
-		return false
-	}
-	return (c.CPU == 0 || u.CPU <= c.CPU) && (c.GB == 0 || u.GB <= c.GB)
+	return c.CPU > 0 && c.GB > 0 && u.FitsIn(Usage(c))
 }
 
 // SetConfigured replaces the configured limit (settings.quota; a zero field is inferred). It

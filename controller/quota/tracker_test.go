@@ -498,3 +498,16 @@ func TestASnapshotRestoresEveryMemoryUntilItsEnd(t *testing.T) {
 	configured.Restore(quota.Snapshot{Refused: []quota.Remembered{{Use: quota.Usage{CPU: 32, GB: 56}, Until: clk.Now().Add(time.Minute)}}})
 	g.Expect(configured.Snapshot().Refused).To(BeEmpty())
 }
+
+// With only the CPU limit configured, a refusal within it may be the memory's: it is
+// remembered, not reported as a misconfiguration.
+func TestAPartlyConfiguredLimitStillRemembersRefusals(t *testing.T) {
+	g := NewWithT(t)
+	tr := quota.NewTracker(clocktesting.NewFakeClock(time.Now()), quota.Limit{CPU: 100})
+	observeProven(tr, controlPlane)
+	a, _ := tr.Try("xl", fXL)
+	g.Expect(a).To(Equal(quota.Admitted))
+	r := tr.Refused("xl", fXL)
+	g.Expect(r.Misconfigured).To(BeFalse())
+	g.Expect(r.For).To(Equal(quota.RefusalMemory))
+}
