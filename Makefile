@@ -156,6 +156,12 @@ $(BIN)/ko: tools/go.mod tools/go.sum
 $(BIN)/cue: tools/go.mod tools/go.sum
 	go build -modfile=tools/go.mod -o $@ cuelang.org/go/cmd/cue
 
+# The docs' bare `cue` and `ko` lines run these, once bin/ is on PATH; a fresh shell may default
+# to GOTOOLCHAIN=local, which the pins refuse, so the hint says to export it too.
+.PHONY: tools
+tools: $(BIN)/cue $(BIN)/ko ## Build the pinned cue and ko into bin/; put bin/ on PATH for the docs' bare cue and ko commands.
+	@echo 'tools: bin/cue and bin/ko are built; for bare cue and ko commands: export PATH="$$PWD/bin:$$PATH" GOTOOLCHAIN=$(GOTOOLCHAIN)' >&2
+
 .PHONY: base
 base: ## Push the minimal base image (pinned inputs, same digest every time) to BASE_REPO, print its reference.
 	$(RELEASE_ENV) ./hack/release/release.sh base
@@ -166,7 +172,36 @@ image: $(BIN)/ko ## Build and push the controller image (both platforms, SBOM) t
 
 .PHONY: render
 render: $(BIN)/cue ## make render IMAGE=<registry>/<name>@sha256:… [VALUES=my-values.yaml] [OUT=install.yaml]: the install YAML, for an image a cluster can pull.
-	@IMAGE='$(IMAGE)' VALUES='$(VALUES)' OUT='$(OUT)' VERSION='$(VERSION)' CUE='$(BIN)/cue' ./hack/render.sh
+	@IMAGE='$(IMAGE)' VALUES='$(VALUES)' OUT='$(OUT)' VERSION='$(RENDER_VERSION)' CUE='$(BIN)/cue' ./hack/render.sh
+
+# The alerts' runbook links name a release only where its tree exists: the VERSION a user gives,
+# or the tag the checkout is at. git describe's v1.2.3-4-gabc1234 would pass for a pre-release
+# and link a tag no one made; anything else links main.
+RENDER_VERSION = $(if $(filter file,$(origin VERSION)),$(shell git describe --tags --exact-match 2>/dev/null),$(VERSION))
+
+# make bundle is make release's rendering for users: it never touches CHANGELOG.md and stamps no
+# release, and it writes where the user says, so the bundle can live beside their values file,
+# outside the checkout.
+.PHONY: bundle
+bundle: $(BIN)/cue $(if $(IMAGE),,$(BIN)/ko) ## make bundle BUNDLE_DIR=<dir> IMAGE=<ref> | KO_DOCKER_REPO=<registry>/<name> [VALUES=values.yaml]: crds.yaml, karpenter.yaml, install.yaml for an image you pulled, or build and push one first.
+	@[[ -n '$(BUNDLE_DIR)' ]] || { echo 'bundle: set BUNDLE_DIR to the directory to write crds.yaml, karpenter.yaml and install.yaml into' >&2; exit 1; }
+	@image='$(IMAGE)'; \
+	if [[ -z $$image ]]; then \
+		[[ '$(origin KO_DOCKER_REPO)' != file ]] || { echo 'bundle: give IMAGE=<registry>/<name>@sha256:… (an image you pushed or pulled), or KO_DOCKER_REPO=<registry>/<name> to build and push one from this checkout' >&2; exit 1; }; \
+		image=$$($(RELEASE_ENV) ./hack/release/release.sh image) || exit 1; \
+	fi; \
+	IMAGE="$$image" VALUES='$(VALUES)' OUT_DIR='$(BUNDLE_DIR)' VERSION='$(RENDER_VERSION)' CUE='$(BIN)/cue' ./hack/render.sh
+
+# The dev loop with a values file: out/ holds the defaults only, so `ko apply -f out/` cannot
+# carry values. DEV_KO is the ko it runs (a test swaps in its own to see what ko is given).
+DEV_KO ?= $(BIN)/ko
+.PHONY: dev
+dev: $(BIN)/cue $(BIN)/ko ## make dev KO_DOCKER_REPO=<registry>/<name> [VALUES=values.yaml]: the dev loop with your values: render them, then ko builds, pushes and applies.
+	@[[ '$(origin KO_DOCKER_REPO)' != file ]] || { echo 'dev: set KO_DOCKER_REPO to a registry you can push to and the cluster can pull from' >&2; exit 1; }
+	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	DEV=1 VALUES='$(VALUES)' OUT_DIR="$$dir" CUE='$(BIN)/cue' ./hack/render.sh && \
+	base=$${KO_DEFAULTBASEIMAGE:-$$($(RELEASE_ENV) ./hack/release/release.sh base)} && \
+	KO_DOCKER_REPO='$(KO_DOCKER_REPO)' KO_DEFAULTBASEIMAGE="$$base" VERSION='$(VERSION)' '$(DEV_KO)' apply -f "$$dir/install.yaml"
 
 .PHONY: release
 release: $(BIN)/ko $(BIN)/cue ## make release VERSION=vX.Y.Z KO_DOCKER_REPO=…: image + digest-pinned dist/.
