@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -52,7 +53,8 @@ type Options struct {
 	BundleDir string
 	// Logf receives progress lines; silent when nil.
 	Logf func(format string, args ...any)
-	// WorkDir receives the controller binary, its kubeconfig, logs and files. Required.
+	// WorkDir receives the controller binary, its kubeconfig, logs and files, and the
+	// simulated CKE's folder (cluster-*/) unless Sim.Dir says otherwise. Required.
 	WorkDir string
 	// Env overrides the Deployment's environment for the first controller start.
 	Env map[string]string
@@ -142,6 +144,14 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	so := SuiteSimOptions()
 	if opts.Sim != nil {
 		so = *opts.Sim
+	}
+	if so.Dir == "" {
+		// The cluster's logs and audit log live beside the controller's, so a suite that
+		// fails keeps them all for the post-mortem (RunSuite removes the work dir only on
+		// success).
+		if so.Dir, err = os.MkdirTemp(e.dir, "cluster-"); err != nil {
+			return nil, fmt.Errorf("creating the simulated CKE's folder: %w", err)
+		}
 	}
 	if so.BinDir == "" {
 		if so.BinDir, err = simtools.BinDir(); err != nil {

@@ -25,6 +25,7 @@ import (
 
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/v1alpha1"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/controlplane"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/stack"
 )
 
@@ -80,11 +81,25 @@ func NewScenario(t *testing.T, e *stack.Env) *Scenario {
 	// Pods are admitted only once the namespace's default ServiceAccount exists.
 	s.G.Eventually(func() error {
 		return e.Client.Get(s.Ctx, client.ObjectKey{Namespace: s.Namespace, Name: "default"}, &corev1.ServiceAccount{})
-	}).WithTimeout(30 * time.Second).Should(gomega.Succeed())
+	}).WithTimeout(serviceAccountTimeout(e.Cluster.APIServerStartups(), time.Now())).Should(gomega.Succeed())
 	t.Cleanup(s.cleanup)
 	// Scenarios run one at a time: the package-level Expect/Eventually report to this test.
 	gomega.RegisterTestingT(t)
 	return s
+}
+
+// serviceAccountTimeout is how long a new namespace may wait for its default ServiceAccount.
+// The kube-controller-manager creates it once its informers have seen the namespace; after
+// the apiserver restarts, its controllers refuse to act on caches older than their own last
+// write until their watches catch up, which can outlast the usual wait (the audit log shows
+// the ServiceAccount created only when the informers caught up, not when the namespace was). A
+// scenario that starts within a few minutes of a restart waits that out: the ServiceAccount is
+// a precondition of the scenario, the controller-manager's, not something the provider does.
+func serviceAccountTimeout(startups []controlplane.Startup, now time.Time) time.Duration {
+	if n := len(startups); n > 0 && now.Sub(startups[n-1].Ready) < 5*time.Minute {
+		return 3 * time.Minute
+	}
+	return 30 * time.Second
 }
 
 func (s *Scenario) must(err error) {
