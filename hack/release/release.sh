@@ -11,6 +11,12 @@
 # BASE_REPO (default KO_DOCKER_REPO/base), KO_DEFAULTBASEIMAGE (skips building the base),
 # DIST (default dist), KO and CUE (default bin/ko, bin/cue), CHANGELOG (default CHANGELOG.md).
 set -euo pipefail
+# inherit_errexit (below) is bash 4.4's; an older bash, as macOS's /bin/bash 3.2, would stop on
+# the shopt with a message that names neither the cause nor the fix.
+if ((BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 4))); then
+	echo "release: needs bash 4.4 or later, this is $BASH_VERSION (on macOS: brew install bash, then run make again)" >&2
+	exit 1
+fi
 # A failure inside $(…) must stop the release too, not yield an empty value.
 shopt -s inherit_errexit
 cd "$(dirname "$0")/../.."
@@ -68,7 +74,18 @@ changelog() {
 	echo "release: $CHANGELOG: the Unreleased notes are now $VERSION's" >&2
 }
 
+# sums writes what `sha256sum` writes; macOS has only `shasum`, whose -a 256 output is the same.
+sums() {
+	if command -v sha256sum >/dev/null; then
+		sha256sum "$@"
+	else
+		shasum -a 256 "$@"
+	fi
+}
+
 release() {
+	command -v sha256sum >/dev/null || command -v shasum >/dev/null ||
+		die "neither sha256sum (GNU coreutils) nor shasum is on PATH, to write SHA256SUMS"
 	[[ ${VERSION:-} =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
 		die "VERSION must be a release version vX.Y.Z[-pre], got '${VERSION:-}'"
 	# Checked before anything is pushed, so the notes cannot be what fails a release.
@@ -89,7 +106,7 @@ release() {
 	"$CUE" export ./cue -t image="$pinned" -t version="$VERSION" -e crdStream --out text >"$stage/crds.yaml"
 	"$CUE" export ./cue -t image="$pinned" -t version="$VERSION" -e appStream --out text >"$stage/karpenter.yaml"
 	"$CUE" export ./cue -t image="$pinned" -t version="$VERSION" -e stream --out text >"$stage/install.yaml"
-	(cd "$stage" && sha256sum crds.yaml install.yaml karpenter.yaml >SHA256SUMS)
+	(cd "$stage" && sums crds.yaml install.yaml karpenter.yaml >SHA256SUMS)
 	chmod 0755 "$stage"
 	rm -rf "$DIST"
 	mv "$stage" "$DIST"
