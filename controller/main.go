@@ -177,6 +177,7 @@ func runOperator(parent context.Context, cfg settings.Settings, cat *catalog.Cat
 	lo.Must0(op.Add(quotastate.New(op.GetClient(), op.GetAPIReader(), tracker, os.Getenv("SYSTEM_NAMESPACE"), op.Clock)))
 	provider := cloudprovider.New(op.GetClient(), groups, cat, op.InstanceTypeStore, tracker, op.EventRecorder, op.Clock, cfg.AcceptanceTimeout.Duration)
 	provider.SetBatchIdleDuration(cfg.BatchIdleDuration.Duration)
+	provider.SetCostSteering(cfg.CostSteering)
 	undecorated := metrics.Decorate(provider)
 	cloudProvider := overlay.Decorate(undecorated, op.GetClient(), op.InstanceTypeStore)
 	repairPolicies := lo.Must(health.NewRepairPolicyMatcher(ctx, cloudProvider))

@@ -56,8 +56,9 @@ type CloudProvider struct {
 	acceptanceTimeout time.Duration
 	rejected          *unavailable
 	quota             *quota.Tracker
-	// steering caches what the pending pods ask for (offerings.go); its zero value is ready.
-	steering steering
+	// look caches what the pending pods ask for and the steering decided from it
+	// (offerings.go); its zero value is ready, with cost steering on.
+	look pendingLook
 }
 
 // New builds the provider. overlays may be nil when NodeOverlay is not wired.

@@ -22,20 +22,24 @@ import (
 	ngv1 "github.com/CleverCloud/karpenter-provider-clever-cloud/controller/apis/nodegroup/v1"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/steering"
 )
 
 // GetInstanceTypes implements cloudprovider.CloudProvider: every flavor, with the ones that
 // do not fit the quota's headroom, or that the quota just refused, offered as unavailable.
-// When the headroom binds, the flavors that would hold fewer of the pending pods in it than
-// others are offered as unavailable too (steering): Karpenter then packs the pods onto the
-// flavors that make the most of the headroom instead of the cheapest node for the batch.
+// Steering (package steering) then sets aside, as unavailable too, the flavors it does not
+// want this scheduling pass to use: when the headroom binds, those that would hold fewer of the
+// pending pods in it; else, with cost steering on, those whose packing would cost more for the
+// pending pods than a fleet of smaller, better-shaped nodes.
 func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
 	its, blocked, headroom := c.instanceTypes(nodePool != nil && hasMinValues(nodePool))
 	if nodePool != nil {
-		if steered, h := c.steer(ctx, nodePool, its, headroom); len(steered) > 0 {
-			its = unavailableFlavors(its, steered)
-			blocked = append(blocked, steered...)
-			headroom = h
+		if d, hidden, h := c.steer(ctx, nodePool, its, headroom); len(hidden) > 0 {
+			its = unavailableFlavors(its, hidden)
+			if d.Reason == steering.QuotaHeadroom || d.Reason == steering.AssumedQuota {
+				blocked = append(blocked, hidden...)
+				headroom = h
+			}
 		}
 	}
 	if len(blocked) > 0 && nodePool != nil {
@@ -101,44 +105,52 @@ const steeringTTL = 2 * time.Second
 
 const steeringIdleTTL = 200 * time.Millisecond
 
-// steering caches the pending pods' requests and the steering decided from them.
-type steering struct {
+// pendingLook caches a look at the pending pods and the steering decided from it.
+type pendingLook struct {
 	mu sync.Mutex
 	// ttl is how long a look with pending pods serves; steeringTTL when zero.
-	ttl     time.Duration
+	ttl time.Duration
+	// costOff turns cost steering off (settings.costSteering false).
+	costOff bool
 	at      time.Time
-	pending []quota.Demand
+	pending []steering.Pod
 	// pods are the pending pods, in the order of pending.
 	pods     []*corev1.Pod
-	overhead quota.Demand
-	// decided are the flavors steered away from, by NodePool, for the headroom they were
-	// decided against, until the next look at the pods.
-	decided map[string]steered
+	overhead steering.Demand
+	// decided are the decisions, by NodePool, with the quota view they were made against,
+	// until the next look at the pods.
+	decided map[string]decided
 }
 
-type steered struct {
-	headroom    quota.Usage
-	provisional bool
-	flavors     []string
+type decided struct {
+	headroom quota.Usage
+	view     steering.QuotaView
+	decision steering.Decision
+	hidden   []string
 }
 
-// steer returns the flavors of the pool to offer as unavailable, and the headroom they were
-// judged against. With a limit in force: so that the headroom holds the most of the pending
-// pods (quota.Steer), nothing when it does not bind. With the limit not known yet: so that
-// Karpenter launches within the provisional limit's headroom when that holds every pending pod
-// (quota.SteerWithin), nothing otherwise (probes then find whether the quota was raised).
-func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []*cloudprovider.InstanceType, headroom quota.Usage) ([]string, quota.Usage) {
+// steer returns the steering decision for the pool's scheduling pass (steering.Decide), the
+// flavors it sets aside, and the headroom the quota's part was judged against: with a limit
+// in force, its headroom; with the limit not known yet, the headroom CKE's default leaves
+// (probes find whether the quota was raised when the pods need more); for a pool with
+// minValues, no quota steering (it would fail on fewer flavors; a probe costs less).
+func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []*cloudprovider.InstanceType, headroom quota.Usage) (steering.Decision, []string, quota.Usage) {
+	none := steering.Decision{Reason: steering.Unsteered}
 	if c.kube == nil {
-		return nil, headroom
+		return none, nil, headroom
 	}
-	provisional := false
-	if _, limited := c.quota.Headroom(); !limited {
-		if headroom, provisional = c.quota.ProvisionalHeadroom(); !provisional || hasMinValues(pool) {
-			// A pool's minValues would fail on fewer flavors; a probe costs less.
-			return nil, headroom
-		}
+	view := steering.QuotaOpen
+	if _, limited := c.quota.Headroom(); limited {
+		view = steering.QuotaLimited
+	} else if h, provisional := c.quota.ProvisionalHeadroom(); provisional {
+		headroom = h
+		view = steering.QuotaAssumed
 	}
-	s := &c.steering
+	minValues := hasMinValues(pool)
+	if minValues && view == steering.QuotaAssumed {
+		view = steering.QuotaOpen
+	}
+	s := &c.look
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ttl := steeringTTL
@@ -149,60 +161,75 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 		ttl = min(ttl, steeringIdleTTL)
 	}
 	if s.decided == nil || c.clock.Since(s.at) >= ttl {
-		pending, pods, overhead, err := pendingDemand(ctx, c.kube)
+		pending, pods, overhead, err := pendingDemand(ctx, c.kube, c.catalog.InstanceTypes())
 		if err != nil {
 			log.FromContext(ctx).V(1).Info("cannot list pending pods, not steering", "error", err.Error())
-			return nil, headroom
+			return none, nil, headroom
 		}
-		s.at, s.pending, s.pods, s.overhead, s.decided = c.clock.Now(), pending, pods, overhead, map[string]steered{}
+		s.at, s.pending, s.pods, s.overhead, s.decided = c.clock.Now(), pending, pods, overhead, map[string]decided{}
 	}
-	if d, ok := s.decided[pool.Name]; ok && d.headroom == headroom && d.provisional == provisional {
-		return d.flavors, headroom
+	if d, ok := s.decided[pool.Name]; ok && d.headroom == headroom && d.view == view {
+		return d.decision, d.hidden, headroom
 	}
 	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(pool.Spec.Template.Spec.Requirements...)
 	// all are the pool's flavors, offered or not: what a pending pod can use at all.
-	var flavors, all []quota.Flavor
+	var flavors, all []steering.Flavor
 	for _, it := range its {
 		if !reqs.IsCompatible(it.Requirements, scheduling.AllowUndefinedWellKnownLabels) {
 			continue
 		}
 		alloc := it.Allocatable()
-		f := quota.Flavor{
+		f := steering.Flavor{
 			Name: it.Name, Size: c.size(it.Name), Pods: alloc.Pods().Value(),
-			Allocatable: quota.Demand{MilliCPU: alloc.Cpu().MilliValue(), Memory: alloc.Memory().Value()},
+			Allocatable: steering.Demand{MilliCPU: alloc.Cpu().MilliValue(), Memory: alloc.Memory().Value()},
 		}
 		all = append(all, f)
-		if len(it.Offerings.Available()) > 0 {
+		if available := it.Offerings.Available(); len(available) > 0 {
+			f.Price = available.Cheapest().Price
 			flavors = append(flavors, f)
 		}
 	}
-	if smallest, ok := quota.SmallestWanted(all, s.pending, s.overhead); ok {
-		c.quota.ProbeAtMost(smallest)
+	demands := make([]steering.Demand, len(s.pending))
+	for i, p := range s.pending {
+		demands[i] = p.Demand
 	}
-	c.reportWaitingOnQuota(pool, all, s.pending, s.pods, s.overhead, headroom)
-	steerer := quota.Steer
-	if provisional {
-		steerer = quota.SteerWithin
-	}
-	var out []string
-	if keep := steerer(headroom, flavors, s.pending, s.overhead); keep != nil {
-		for _, f := range flavors {
-			if !slices.Contains(keep, f.Name) {
-				out = append(out, f.Name)
-			}
+	if view != steering.QuotaOpen {
+		if smallest, ok := steering.SmallestWanted(all, demands, s.overhead); ok {
+			c.quota.ProbeAtMost(smallest)
 		}
+		c.reportWaitingOnQuota(pool, all, demands, s.pods, s.overhead, headroom)
 	}
-	s.decided[pool.Name] = steered{headroom: headroom, provisional: provisional, flavors: out}
-	return out, headroom
+	d := steering.Decide(steering.Input{
+		Flavors: flavors, Pods: s.pending, Overhead: s.overhead,
+		Quota: view, Headroom: headroom, Cost: !s.costOff && !minValues,
+	})
+	hidden := d.Hidden(flavors)
+	s.decided[pool.Name] = decided{headroom: headroom, view: view, decision: d, hidden: hidden}
+	steering.Record(pool.Name, d, len(hidden))
+	if d.Reason != steering.Unsteered {
+		log.FromContext(ctx).V(1).Info("steering the scheduling pass", "nodepool", pool.Name, "reason", string(d.Reason),
+			"offered", d.Keep, "hidden", hidden, "pendingPods", len(s.pending),
+			"expectedNodes", d.Steered.Nodes, "expectedHourly", d.Steered.Hourly,
+			"unsteeredNodes", d.Unsteered.Nodes, "unsteeredHourly", d.Unsteered.Hourly)
+	}
+	return d, hidden, headroom
+}
+
+// SetCostSteering turns cost steering on (the default) or off (settings.costSteering).
+func (c *CloudProvider) SetCostSteering(on bool) {
+	c.look.mu.Lock()
+	defer c.look.mu.Unlock()
+	c.look.costOff = !on
+	c.look.decided = nil
 }
 
 // SetBatchIdleDuration keeps a look at the pending pods younger than core's batch idle
 // duration (BATCH_IDLE_DURATION), so a scheduling pass is steered by every pod it places: half
 // of it, at most steeringTTL.
 func (c *CloudProvider) SetBatchIdleDuration(idle time.Duration) {
-	c.steering.mu.Lock()
-	defer c.steering.mu.Unlock()
-	c.steering.ttl = min(steeringTTL, max(idle/2, time.Millisecond))
+	c.look.mu.Lock()
+	defer c.look.mu.Unlock()
+	c.look.ttl = min(steeringTTL, max(idle/2, time.Millisecond))
 }
 
 func hasMinValues(pool *karpv1.NodePool) bool {
@@ -211,17 +238,18 @@ func hasMinValues(pool *karpv1.NodePool) bool {
 	})
 }
 
-// pendingDemand lists, through the cache, the requests of the pods waiting for new capacity
-// (as Karpenter selects them) and the daemon sets' requests on a node (the median over nodes
-// that run any, so a control-plane node's extras do not count).
-func pendingDemand(ctx context.Context, kube client.Client) ([]quota.Demand, []*corev1.Pod, quota.Demand, error) {
+// pendingDemand lists, through the cache, the pods waiting for new capacity (as Karpenter
+// selects them) with what they request and the flavors their requirements allow, and the
+// daemon sets' requests on a node (the median over nodes that run any, so a control-plane
+// node's extras do not count).
+func pendingDemand(ctx context.Context, kube client.Client, its []*cloudprovider.InstanceType) ([]steering.Pod, []*corev1.Pod, steering.Demand, error) {
 	pods := &corev1.PodList{}
 	if err := kube.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, quota.Demand{}, fmt.Errorf("listing pods: %w", err)
+		return nil, nil, steering.Demand{}, fmt.Errorf("listing pods: %w", err)
 	}
-	var pending []quota.Demand
+	var pending []steering.Pod
 	var pendingPods []*corev1.Pod
-	daemons := map[string]quota.Demand{}
+	daemons := map[string]steering.Demand{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.DeletionTimestamp != nil {
@@ -229,34 +257,63 @@ func pendingDemand(ctx context.Context, kube client.Client) ([]quota.Demand, []*
 		}
 		switch {
 		case podutils.IsProvisionable(p):
-			pending = append(pending, demandOf(p))
+			pending = append(pending, steering.Pod{Demand: demandOf(p), Allowed: allowedFlavors(p, its)})
 			// Only what an event names: the cache's pod is shared.
 			pendingPods = append(pendingPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}})
 		case podutils.IsOwnedByDaemonSet(p) && p.Spec.NodeName != "" && !podutils.IsTerminal(p):
 			d, r := daemons[p.Spec.NodeName], demandOf(p)
-			daemons[p.Spec.NodeName] = quota.Demand{MilliCPU: d.MilliCPU + r.MilliCPU, Memory: d.Memory + r.Memory}
+			daemons[p.Spec.NodeName] = steering.Demand{MilliCPU: d.MilliCPU + r.MilliCPU, Memory: d.Memory + r.Memory}
 		}
 	}
-	var overhead quota.Demand
+	var overhead steering.Demand
 	if len(daemons) > 0 {
 		per := slices.Collect(maps.Values(daemons))
-		slices.SortFunc(per, func(a, b quota.Demand) int { return cmp.Compare(a.MilliCPU+a.Memory>>20, b.MilliCPU+b.Memory>>20) })
+		slices.SortFunc(per, func(a, b steering.Demand) int { return cmp.Compare(a.MilliCPU+a.Memory>>20, b.MilliCPU+b.Memory>>20) })
 		overhead = per[len(per)/2]
 	}
 	return pending, pendingPods, overhead, nil
+}
+
+// allowedFlavors names the flavors whose labels the pod's node selector and required node
+// affinity accept, nil when they accept every flavor. Only keys a flavor defines are judged
+// (instance type, its CPU and memory, zone, capacity type, architecture): a key a NodePool
+// adds is the pool's business, and each pool's own requirements were applied before.
+func allowedFlavors(p *corev1.Pod, its []*cloudprovider.InstanceType) []string {
+	if len(p.Spec.NodeSelector) == 0 && (p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil ||
+		p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil) {
+		return nil
+	}
+	podReqs := scheduling.NewStrictPodRequirements(p)
+	allowed := make([]string, 0, len(its))
+	for _, it := range its {
+		ok := true
+		for key := range podReqs {
+			if it.Requirements.Has(key) && !it.Requirements.Get(key).HasIntersection(podReqs.Get(key)) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			allowed = append(allowed, it.Name)
+		}
+	}
+	if len(allowed) == len(its) {
+		return nil
+	}
+	return allowed
 }
 
 // reportWaitingOnQuota tells each pending pod that the pool could hold, but only with a
 // flavor the quota keeps from launching now, that it waits on the quota, when the next attempt
 // comes and what ends the wait: the question a user asks first, answered where kubectl
 // describe shows it.
-func (c *CloudProvider) reportWaitingOnQuota(pool *karpv1.NodePool, flavors []quota.Flavor, pending []quota.Demand, pods []*corev1.Pod, overhead quota.Demand, headroom quota.Usage) {
+func (c *CloudProvider) reportWaitingOnQuota(pool *karpv1.NodePool, flavors []steering.Flavor, pending []steering.Demand, pods []*corev1.Pod, overhead steering.Demand, headroom quota.Usage) {
 	var snap *quota.Snapshot
 	for i, d := range pending {
 		if i >= len(pods) {
 			return
 		}
-		size, ok := quota.SmallestWanted(flavors, []quota.Demand{d}, overhead)
+		size, ok := steering.SmallestWanted(flavors, []steering.Demand{d}, overhead)
 		if !ok || !c.quota.Blocked(size) {
 			continue
 		}
@@ -268,9 +325,9 @@ func (c *CloudProvider) reportWaitingOnQuota(pool *karpv1.NodePool, flavors []qu
 	}
 }
 
-func demandOf(p *corev1.Pod) quota.Demand {
+func demandOf(p *corev1.Pod) steering.Demand {
 	r := resources.RequestsForPods(p)
-	return quota.Demand{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}
+	return steering.Demand{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}
 }
 
 // size is what a node of the flavor charges to the organisation quota; nothing for a flavor

@@ -126,6 +126,9 @@ func TestTheSteeringSeesEveryPodOfTheSchedulingPass(t *testing.T) {
 func TestTheOfferingsSteerPendingPodsToTheFlavorsThatHoldTheMost(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, g, time.Minute)
+	// The quota's part of steering alone: cost steering would also set the large flavors
+	// aside for these 1 vCPU / 1 GiB pods (TestTheOfferingsSteerToTheCheapestFleet).
+	f.provider.SetCostSteering(false)
 	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "steered"}}
 	f.quota.Record(controlPlane)
 
@@ -173,6 +176,49 @@ func TestTheOfferingsSteerPendingPodsToTheFlavorsThatHoldTheMost(t *testing.T) {
 	f.quota.Record(quota.Observation{})
 	f.clock.Step(provider.SteeringTTL)
 	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": true, "XL": true}))
+}
+
+// With the quota out of the way, the offerings steer the pass to the flavors whose packing
+// costs the least: CPU-heavy pods get the 2XS's shape instead of filling XLs whose memory
+// they leave idle. A flavor a pod needs, by its size or by its node selector, stays offered;
+// hidden flavors are not reported as the quota's; cost steering off offers every flavor.
+func TestTheOfferingsSteerToTheCheapestFleet(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "cost"}}
+	f.quota.Record(quota.Observation{})
+	all := map[string]bool{"2XS": true, "XS": true, "S": true, "M": true, "L": true, "XL": true}
+
+	pendingPodsNamed(t, g, "cpu-heavy", 12, "1", "512Mi")
+	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": false, "S": false, "M": false, "L": false, "XL": false}))
+	g.Expect(drainEvents(f.events)).NotTo(ContainElement(ContainSubstring(provider.ReasonQuotaLimited)), "the quota has nothing to do with it")
+
+	f.provider.SetCostSteering(false)
+	g.Expect(quotaOffered(g, f, pool)).To(Equal(all), "cost steering off")
+	f.provider.SetCostSteering(true)
+
+	// A small pod whose node selector asks for an L keeps the L offered.
+	ctx := context.Background()
+	pinned := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "wants-an-l", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelInstanceTypeStable: "L"},
+			Containers: []corev1.Container{{Name: "app", Image: "app", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+			}}}},
+	}
+	g.Expect(env.Client.Create(ctx, pinned)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, pinned, &client.DeleteOptions{GracePeriodSeconds: new(int64)}) })
+	pinned.Status.Phase = corev1.PodPending
+	pinned.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	g.Expect(env.Client.Status().Update(ctx, pinned)).To(Succeed())
+	f.clock.Step(provider.SteeringTTL)
+	g.Expect(quotaOffered(g, f, pool)).To(HaveKeyWithValue("L", true), "the pod that asks for an L")
+
+	// A pod only an XL holds: with the XL offered for it, core would fill every node it plans
+	// up to an XL anyway, so nothing is hidden this pass.
+	pendingPodsNamed(t, g, "large", 1, "13", "1Gi")
+	f.clock.Step(provider.SteeringTTL)
+	g.Expect(quotaOffered(g, f, pool)).To(HaveKeyWithValue("XL", true))
 }
 
 // A pod whose smallest flavor the quota keeps from launching is told so on its own events:

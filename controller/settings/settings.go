@@ -47,6 +47,12 @@ type Settings struct {
 	// The quota steering looks at the pending pods at least twice per this duration, so a
 	// scheduling pass is steered by every pod it places.
 	BatchIdleDuration Duration `json:"batchIdleDuration" env:"BATCH_IDLE_DURATION" default:"1s"`
+	// CostSteering lets the provider choose, for each scheduling pass, the flavors Karpenter
+	// may use so that its packing of the pending pods yields the cheapest fleet: without it,
+	// many small pods fill a few of the largest flavors, whose memory per vCPU they do not use
+	// and which is paid for all the same (docs/cost.md). A flavor a pending pod needs is never
+	// hidden. Turn it off to let Karpenter choose among every flavor, as it does on its own.
+	CostSteering bool `json:"costSteering" env:"COST_STEERING" default:"true"`
 	// FeatureGates are Karpenter's feature gates, as Name=bool pairs separated by commas.
 	// Gates left out keep Karpenter's defaults.
 	FeatureGates string `json:"featureGates" env:"FEATURE_GATES" default:"NodeRepair=false" pattern:"^([A-Za-z]+=(true|false)(,[A-Za-z]+=(true|false))*)?$"`

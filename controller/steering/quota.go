@@ -1,32 +1,13 @@
-package quota
+package steering
 
 import (
 	"cmp"
 	"slices"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
-// Flavor is what steering needs to know of a flavor.
-type Flavor struct {
-	Name string
-	// Size is what one node charges to the quota.
-	Size Usage
-	// Allocatable is what one node offers pods.
-	Allocatable Demand
-	// Pods is how many pods one node runs at most.
-	Pods int64
-}
-
-// Demand is what a pod requests (or a node offers): millicores and bytes of memory.
-type Demand struct {
-	MilliCPU int64
-	Memory   int64
-}
-
-func (d Demand) sub(o Demand) Demand { return Demand{d.MilliCPU - o.MilliCPU, d.Memory - o.Memory} }
-
-func (d Demand) fits(room Demand) bool { return d.MilliCPU <= room.MilliCPU && d.Memory <= room.Memory }
-
-// Steer chooses, when the quota binds, the flavors that let the headroom hold the most of the
+// ForQuota chooses, when the quota binds, the flavors that let the headroom hold the most of the
 // pending pods. For each flavor that fits the headroom it fills the headroom with nodes of that
 // flavor alone (as many as the headroom and the pending pods call for), each node offering its
 // allocatable minus overhead (the daemon sets' requests), and counts the pending pods those
@@ -36,7 +17,7 @@ func (d Demand) fits(room Demand) bool { return d.MilliCPU <= room.MilliCPU && d
 // The case it exists for: 40 vCPU / 40 GB with 16 / 24 used, twelve 1 CPU / 1Gi pods. Left to
 // itself Karpenter packs ten of them onto an M (10 vCPU / 16 GB) that takes every GB left and
 // strands 14 vCPU; four 2XS (three pods each) or two XS (six each) hold all twelve.
-func Steer(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) []string {
+func ForQuota(headroom quota.Usage, flavors []Flavor, pending []Demand, overhead Demand) []string {
 	if len(pending) == 0 || !binds(headroom, flavors, pending, overhead) {
 		return nil
 	}
@@ -56,7 +37,7 @@ func Steer(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) 
 	return out
 }
 
-// SteerWithin is steering against a provisional limit (the quota not known yet): when the
+// WithinProvisional is steering against a provisional limit (the quota not known yet): when the
 // headroom it leaves can hold every pending pod, it returns the flavors that do so — every
 // flavor that fits the headroom when it does not bind, else those whose nodes alone hold all
 // the pods — so Karpenter launches within it instead of probing the quota with a larger
@@ -64,7 +45,7 @@ func Steer(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) 
 // which, the probe having overflowed the headroom, takes all of it. It
 // returns nil when the pods need more than the headroom holds: probing is then the way to
 // learn whether the quota was raised.
-func SteerWithin(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) []string {
+func WithinProvisional(headroom quota.Usage, flavors []Flavor, pending []Demand, overhead Demand) []string {
 	if len(pending) == 0 {
 		return nil
 	}
@@ -85,7 +66,7 @@ func SteerWithin(headroom Usage, flavors []Flavor, pending []Demand, overhead De
 // holds fills the headroom with nodes of each flavor alone (as many as the headroom and the
 // pending pods call for) and counts the pending pods they hold: -1 for a flavor that does not
 // fit the headroom. It also returns how many flavors fit and the most pods one holds.
-func holds(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) (held []int, fitting, best int) {
+func holds(headroom quota.Usage, flavors []Flavor, pending []Demand, overhead Demand) (held []int, fitting, best int) {
 	pods := slices.Clone(pending)
 	// Largest first, memory then CPU: first-fit decreasing packs within 22% of the best.
 	slices.SortFunc(pods, func(a, b Demand) int {
@@ -109,8 +90,8 @@ func holds(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) 
 // pod could have a node of its own, of the smallest flavor that holds it, within the headroom.
 // Steering then has nothing to win, and hiding flavors would only narrow Karpenter's choice
 // (a pool's minValues, a pod only a large flavor holds).
-func binds(headroom Usage, flavors []Flavor, pending []Demand, overhead Demand) bool {
-	var need Usage
+func binds(headroom quota.Usage, flavors []Flavor, pending []Demand, overhead Demand) bool {
+	var need quota.Usage
 	for _, p := range pending {
 		if smallest := smallestFor(p, flavors, overhead); smallest >= 0 {
 			need = need.Add(flavors[smallest].Size)
@@ -135,9 +116,9 @@ func smallestFor(p Demand, flavors []Flavor, overhead Demand) int {
 }
 
 // SmallestWanted is the quota size of the smallest flavor some pending pod can use: what a
-// probe should ask for (Tracker.ProbeAtMost). False when no flavor holds any pending pod.
-func SmallestWanted(flavors []Flavor, pending []Demand, overhead Demand) (Usage, bool) {
-	var best Usage
+// probe should ask for (quota.Tracker.ProbeAtMost). False when no flavor holds any pending pod.
+func SmallestWanted(flavors []Flavor, pending []Demand, overhead Demand) (quota.Usage, bool) {
+	var best quota.Usage
 	found := false
 	for _, p := range pending {
 		if i := smallestFor(p, flavors, overhead); i >= 0 {

@@ -1,4 +1,4 @@
-package quota_test
+package steering_test
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/steering"
 )
 
 const (
@@ -15,23 +16,25 @@ const (
 	pod = 110
 )
 
-// catalogue is CKE's six flavors: quota size and allocatable (memory seen by the kernel of the
+// catalogue is CKE's six flavors: quota size, price (the embedded catalogue's per-vCPU and
+// per-GB rates) and allocatable (memory seen by the kernel of the
 // Kubernetes 1.37 node image, minus 100Mi).
-func catalogue() []quota.Flavor {
-	flavor := func(name string, cpu, gb, memKi int64) quota.Flavor {
-		return quota.Flavor{Name: name, Size: quota.Usage{CPU: cpu, GB: gb},
-			Allocatable: quota.Demand{MilliCPU: cpu * 1000, Memory: memKi*ki - 100*mi}, Pods: pod}
+func catalogue() []steering.Flavor {
+	flavor := func(name string, cpu, gb, memKi int64) steering.Flavor {
+		return steering.Flavor{Name: name, Size: quota.Usage{CPU: cpu, GB: gb},
+			Allocatable: steering.Demand{MilliCPU: cpu * 1000, Memory: memKi*ki - 100*mi}, Pods: pod,
+			Price: float64(cpu)*0.00278 + float64(gb)*0.00556}
 	}
-	return []quota.Flavor{
+	return []steering.Flavor{
 		flavor("2XS", 4, 4, 3715344), flavor("XS", 6, 8, 7553664), flavor("S", 8, 12, 11385832),
 		flavor("M", 10, 16, 15229256), flavor("L", 12, 24, 22896304), flavor("XL", 16, 32, 30584176),
 	}
 }
 
-func pods(n int, milliCPU, memory int64) []quota.Demand {
-	out := make([]quota.Demand, n)
+func pods(n int, milliCPU, memory int64) []steering.Demand {
+	out := make([]steering.Demand, n)
 	for i := range out {
-		out[i] = quota.Demand{MilliCPU: milliCPU, Memory: memory}
+		out[i] = steering.Demand{MilliCPU: milliCPU, Memory: memory}
 	}
 	return out
 }
@@ -40,8 +43,8 @@ func TestSteer(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		headroom quota.Usage
-		pending  []quota.Demand
-		overhead quota.Demand
+		pending  []steering.Demand
+		overhead steering.Demand
 		want     []string
 	}{
 		{
@@ -86,13 +89,13 @@ func TestSteer(t *testing.T) {
 		{
 			// Daemon sets take 1 CPU per node: a 2XS holds three 1 CPU pods, an XS five.
 			name: "daemon-set overhead counts per node", headroom: quota.Usage{CPU: 24, GB: 16},
-			pending: pods(12, 1000, gi), overhead: quota.Demand{MilliCPU: 1000, Memory: 200 * mi},
+			pending: pods(12, 1000, gi), overhead: steering.Demand{MilliCPU: 1000, Memory: 200 * mi},
 			want: []string{"2XS"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(quota.Steer(tc.headroom, catalogue(), tc.pending, tc.overhead)).To(Equal(tc.want))
+			g.Expect(steering.ForQuota(tc.headroom, catalogue(), tc.pending, tc.overhead)).To(Equal(tc.want))
 		})
 	}
 }
@@ -104,7 +107,7 @@ func TestSteerWithin(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		headroom quota.Usage
-		pending  []quota.Demand
+		pending  []steering.Demand
 		want     []string
 	}{
 		{
@@ -133,7 +136,7 @@ func TestSteerWithin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(quota.SteerWithin(tc.headroom, catalogue(), tc.pending, quota.Demand{})).To(Equal(tc.want))
+			g.Expect(steering.WithinProvisional(tc.headroom, catalogue(), tc.pending, steering.Demand{})).To(Equal(tc.want))
 		})
 	}
 }

@@ -1,0 +1,137 @@
+package steering_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/steering"
+)
+
+// mixed are the bench's 1000-pod scale-out: five shapes in turn, 240 vCPU and 300 GiB in all
+// (1.25 GB per vCPU).
+func mixed(n int) []steering.Pod {
+	shapes := []steering.Demand{{100, 128 * mi}, {250, 256 * mi}, {500, 512 * mi}, {100, 512 * mi}, {250, 128 * mi}}
+	out := make([]steering.Pod, n)
+	for i := range out {
+		out[i] = steering.Pod{Demand: shapes[i%len(shapes)]}
+	}
+	return out
+}
+
+func uniform(n int, milliCPU, memory int64) []steering.Pod {
+	out := make([]steering.Pod, n)
+	for i := range out {
+		out[i] = steering.Pod{Demand: steering.Demand{MilliCPU: milliCPU, Memory: memory}}
+	}
+	return out
+}
+
+// daemons is a CKE node's daemon sets: 224Mi measured on a 2XS, and a CPU request assumed.
+var daemons = steering.Demand{MilliCPU: 200, Memory: 224 * mi}
+
+func TestCost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pods []steering.Pod
+		// keep is what cost steering offers; nil when it leaves every flavor.
+		keep []string
+	}{
+		{name: "1.25 GB per vCPU: the XL's extra memory is idle, smaller shapes win", pods: mixed(1000), keep: []string{"2XS", "XS"}},
+		{name: "CPU-heavy (0.5 GB per vCPU): the 2XS's shape", pods: uniform(200, 1000, 512*mi), keep: []string{"2XS"}},
+		{name: "memory-heavy (3 GB per vCPU): the large flavors' shape, nothing hidden", pods: uniform(100, 500, 1536*mi), keep: nil},
+		{name: "one pod: the cheapest flavor that holds it is launched anyway", pods: uniform(1, 100, 128*mi), keep: nil},
+		{name: "nothing pending", pods: nil, keep: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			keep, steered, unsteered := steering.Cost(catalogue(), tc.pods, daemons)
+			g.Expect(keep).To(Equal(tc.keep))
+			if keep != nil {
+				g.Expect(steered.Hourly).To(BeNumerically("<", unsteered.Hourly), "steering is chosen only when it is cheaper")
+				t.Logf("steered %d nodes %.4f €/h, unsteered %d nodes %.4f €/h", steered.Nodes, steered.Hourly, unsteered.Nodes, unsteered.Hourly)
+			}
+		})
+	}
+}
+
+// A flavor a pending pod needs is never hidden, whatever the others' shape: the pod too large
+// for any small flavor, and the pod whose node selector allows only the XL.
+func TestCostKeepsWhatAPodNeeds(t *testing.T) {
+	g := NewWithT(t)
+	big := steering.Pod{Demand: steering.Demand{MilliCPU: 1000, Memory: 28 * gi}}
+	keep, _, _ := steering.Cost(catalogue(), append(mixed(200), big), daemons)
+	g.Expect(keep).To(SatisfyAny(BeNil(), ContainElement("XL")), "the 28 GiB pod's XL")
+
+	pinned := steering.Pod{Demand: steering.Demand{MilliCPU: 100, Memory: 128 * mi}, Allowed: []string{"XL"}}
+	keep, _, _ = steering.Cost(catalogue(), append(uniform(200, 1000, 512*mi), pinned), daemons)
+	// With the XL offered for it, core fills every node it plans up to an XL: nothing to win
+	// this pass, and nothing is hidden.
+	g.Expect(keep).To(SatisfyAny(BeNil(), ContainElement("XL")), "the pinned pod's XL")
+}
+
+// Every pending pod keeps a flavor that holds it and that it may run on, for any mix and
+// whatever the quota says: a property of the whole policy over many batches.
+func TestCostNeverStrandsAPod(t *testing.T) {
+	g := NewWithT(t)
+	flavors := catalogue()
+	shapes := []steering.Demand{{100, 128 * mi}, {4000, 2 * gi}, {500, 6 * gi}, {250, 20 * gi}, {12000, 8 * gi}, {50, 64 * mi}}
+	for seed := range 500 {
+		var pods []steering.Pod
+		for i := range 1 + seed%40 {
+			p := steering.Pod{Demand: shapes[(seed*7+i*3)%len(shapes)]}
+			if (seed+i)%11 == 0 {
+				p.Allowed = []string{flavors[(seed+i)%len(flavors)].Name}
+			}
+			pods = append(pods, p)
+		}
+		keep := steering.Decide(steering.Input{Flavors: flavors, Pods: pods, Overhead: daemons, Cost: seed%5 != 0,
+			Quota: steering.QuotaView(seed % 3), Headroom: quota.Usage{CPU: int64(8 + seed%50), GB: int64(8 + seed%60)}}).Keep
+		if keep == nil {
+			continue
+		}
+		for _, p := range pods {
+			holdsAny, keptHolds := false, false
+			for _, f := range flavors {
+				room := steering.Demand{MilliCPU: f.Allocatable.MilliCPU - daemons.MilliCPU, Memory: f.Allocatable.Memory - daemons.Memory}
+				ok := p.MilliCPU <= room.MilliCPU && p.Memory <= room.Memory && (p.Allowed == nil || p.Allowed[0] == f.Name)
+				holdsAny = holdsAny || ok
+				keptHolds = keptHolds || (ok && containsName(keep, f.Name))
+			}
+			g.Expect(keptHolds || !holdsAny).To(BeTrue(), "seed %d: pod %+v left without a flavor by %v", seed, p, keep)
+		}
+	}
+}
+
+func containsName(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// The quota goes first; cost steering chooses within what it leaves, and the decision names
+// the last concern that narrowed the offer.
+func TestDecide(t *testing.T) {
+	g := NewWithT(t)
+	in := steering.Input{Flavors: catalogue(), Pods: mixed(1000), Overhead: daemons, Cost: true}
+	d := steering.Decide(in)
+	g.Expect(d.Reason).To(Equal(steering.Cheapest))
+	g.Expect(d.Keep).To(Equal([]string{"2XS", "XS"}))
+	g.Expect(d.Hidden(catalogue())).To(Equal([]string{"S", "M", "L", "XL"}))
+
+	in.Cost = false
+	d = steering.Decide(in)
+	g.Expect(d.Reason).To(Equal(steering.Unsteered), "cost steering off: today's behaviour")
+	g.Expect(d.Keep).To(BeNil())
+
+	// The 12-pod episode: the headroom binds and the quota's choice stands.
+	in = steering.Input{Flavors: catalogue(), Pods: uniform(12, 1000, gi), Overhead: steering.Demand{},
+		Quota: steering.QuotaLimited, Headroom: quota.Usage{CPU: 24, GB: 16}, Cost: true}
+	d = steering.Decide(in)
+	g.Expect(d.Keep).NotTo(ContainElements("M", "L", "XL"))
+	g.Expect(d.Reason).To(BeElementOf(steering.QuotaHeadroom, steering.Cheapest))
+}
