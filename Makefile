@@ -55,6 +55,9 @@ verify: generate ## Fail if generated files are stale.
 	@git diff --exit-code -- controller schema out flavors cue docs/reference docs/e2e-scenarios.md || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- controller schema out docs/reference docs/e2e-scenarios.md)" || { git status --porcelain -- controller schema out docs/reference docs/e2e-scenarios.md; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "unformatted Go files: run gofmt -w" >&2; exit 1; }
+# Relative links and #anchors of README.md, CHANGELOG.md, docs/ and examples/ resolve, as GitHub
+# renders them; make test runs the same check as hack/doclinks' test.
+	go run ./hack/doclinks
 # Unused code fails: U1000 on the whole tree with the bench tag, so the bench's files, which
 # neither make test nor a plain build compiles, are checked too (no file is excluded by the
 # tag, so one run covers both builds); the bench itself must vet.
