@@ -374,6 +374,7 @@ settings:
   disableLeaderElection: true
   batchMaxDuration: 20s
   batchIdleDuration: 2s
+  costSteering: false
   featureGates: NodeRepair=true,NodeOverlay=true
   acceptanceTimeout: 2m
   syncOverdueAfter: 5m
@@ -393,6 +394,7 @@ settings:
 		DisableLeaderElection:    true,
 		BatchMaxDuration:         settings.Duration{Duration: 20 * time.Second},
 		BatchIdleDuration:        settings.Duration{Duration: 2 * time.Second},
+		CostSteering:             false,
 		FeatureGates:             "NodeRepair=true,NodeOverlay=true",
 		AcceptanceTimeout:        settings.Duration{Duration: 2 * time.Minute},
 		SyncOverdueAfter:         settings.Duration{Duration: 5 * time.Minute},
