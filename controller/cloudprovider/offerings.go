@@ -115,7 +115,10 @@ type pendingLook struct {
 	at      time.Time
 	pending []steering.Pod
 	// pods are the pending pods, in the order of pending.
-	pods     []*corev1.Pod
+	pods []*corev1.Pod
+	// constraints are what decides which NodePools can take each pending pod, in the order
+	// of pending.
+	constraints []podConstraints
 	overhead steering.Demand
 	// decided are the decisions, by NodePool, with the quota view they were made against,
 	// until the next look at the pods.
@@ -161,12 +164,12 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 		ttl = min(ttl, steeringIdleTTL)
 	}
 	if s.decided == nil || c.clock.Since(s.at) >= ttl {
-		pending, pods, overhead, err := pendingDemand(ctx, c.kube, c.catalog.InstanceTypes())
+		look, err := pendingDemand(ctx, c.kube, c.catalog.InstanceTypes())
 		if err != nil {
 			log.FromContext(ctx).V(1).Info("cannot list pending pods, not steering", "error", err.Error())
 			return none, nil, headroom
 		}
-		s.at, s.pending, s.pods, s.overhead, s.decided = c.clock.Now(), pending, pods, overhead, map[string]decided{}
+		s.at, s.pending, s.pods, s.constraints, s.overhead, s.decided = c.clock.Now(), look.pending, look.pods, look.constraints, look.overhead, map[string]decided{}
 	}
 	if d, ok := s.decided[pool.Name]; ok && d.headroom == headroom && d.view == view {
 		return d.decision, d.hidden, headroom
@@ -200,7 +203,7 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 		c.reportWaitingOnQuota(pool, all, demands, s.pods, s.overhead, headroom)
 	}
 	d := steering.Decide(steering.Input{
-		Flavors: flavors, Pods: s.pending, Overhead: s.overhead,
+		Flavors: flavors, Pods: s.pending, PoolPods: poolPods(pool, s.pending, s.constraints), Overhead: s.overhead,
 		Quota: view, Headroom: headroom, Cost: !s.costOff && !minValues,
 	})
 	hidden := d.Hidden(flavors)
@@ -238,17 +241,31 @@ func hasMinValues(pool *karpv1.NodePool) bool {
 	})
 }
 
+// podConstraints are what decides whether a NodePool can take a pending pod: its node
+// selector and required node affinity, and its tolerations.
+type podConstraints struct {
+	requirements scheduling.Requirements
+	tolerations  []corev1.Toleration
+}
+
+// pendingLookResult is one look at the cluster's pods.
+type pendingLookResult struct {
+	pending     []steering.Pod
+	pods        []*corev1.Pod
+	constraints []podConstraints
+	overhead    steering.Demand
+}
+
 // pendingDemand lists, through the cache, the pods waiting for new capacity (as Karpenter
-// selects them) with what they request and the flavors their requirements allow, and the
-// daemon sets' requests on a node (the median over nodes that run any, so a control-plane
-// node's extras do not count).
-func pendingDemand(ctx context.Context, kube client.Client, its []*cloudprovider.InstanceType) ([]steering.Pod, []*corev1.Pod, steering.Demand, error) {
+// selects them) with what they request, the flavors their requirements allow and what
+// decides which NodePools can take them, and the daemon sets' requests on a node (the median
+// over nodes that run any, so a control-plane node's extras do not count).
+func pendingDemand(ctx context.Context, kube client.Client, its []*cloudprovider.InstanceType) (pendingLookResult, error) {
+	var look pendingLookResult
 	pods := &corev1.PodList{}
 	if err := kube.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, steering.Demand{}, fmt.Errorf("listing pods: %w", err)
+		return look, fmt.Errorf("listing pods: %w", err)
 	}
-	var pending []steering.Pod
-	var pendingPods []*corev1.Pod
 	daemons := map[string]steering.Demand{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -257,21 +274,42 @@ func pendingDemand(ctx context.Context, kube client.Client, its []*cloudprovider
 		}
 		switch {
 		case podutils.IsProvisionable(p):
-			pending = append(pending, steering.Pod{Demand: demandOf(p), Allowed: allowedFlavors(p, its)})
+			look.pending = append(look.pending, steering.Pod{Demand: demandOf(p), Allowed: allowedFlavors(p, its)})
 			// Only what an event names: the cache's pod is shared.
-			pendingPods = append(pendingPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}})
+			look.pods = append(look.pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}})
+			look.constraints = append(look.constraints, podConstraints{requirements: scheduling.NewStrictPodRequirements(p), tolerations: p.Spec.Tolerations})
 		case podutils.IsOwnedByDaemonSet(p) && p.Spec.NodeName != "" && !podutils.IsTerminal(p):
 			d, r := daemons[p.Spec.NodeName], demandOf(p)
 			daemons[p.Spec.NodeName] = steering.Demand{MilliCPU: d.MilliCPU + r.MilliCPU, Memory: d.Memory + r.Memory}
 		}
 	}
-	var overhead steering.Demand
 	if len(daemons) > 0 {
 		per := slices.Collect(maps.Values(daemons))
 		slices.SortFunc(per, func(a, b steering.Demand) int { return cmp.Compare(a.MilliCPU+a.Memory>>20, b.MilliCPU+b.Memory>>20) })
-		overhead = per[len(per)/2]
+		look.overhead = per[len(per)/2]
 	}
-	return pending, pendingPods, overhead, nil
+	return look, nil
+}
+
+// poolPods are the pending pods the pool can take: its requirements and labels (its own name
+// included) compatible with the pod's, its taints tolerated. Pods only another pool can take
+// do not shape this pool's offer.
+func poolPods(pool *karpv1.NodePool, pending []steering.Pod, constraints []podConstraints) []steering.Pod {
+	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(pool.Spec.Template.Spec.Requirements...)
+	reqs.Add(scheduling.NewLabelRequirements(pool.Spec.Template.Labels).Values()...)
+	reqs.Add(scheduling.NewLabelRequirements(map[string]string{karpv1.NodePoolLabelKey: pool.Name}).Values()...)
+	taints := scheduling.Taints(pool.Spec.Template.Spec.Taints)
+	var out []steering.Pod
+	for i, p := range pending {
+		if i >= len(constraints) {
+			break
+		}
+		if reqs.Compatible(constraints[i].requirements, scheduling.AllowUndefinedWellKnownLabels) != nil || taints.Tolerates(constraints[i].tolerations) != nil {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // allowedFlavors names the flavors whose labels the pod's node selector and required node

@@ -80,6 +80,22 @@ func pendingPods(t *testing.T, g Gomega, n int, cpu, memory string) {
 	pendingPodsNamed(t, g, "pending", n, cpu, memory)
 }
 
+// pendingPod creates one pending pod with a node selector; the caller deletes it.
+func pendingPod(g Gomega, name string, selector map[string]string, cpu, memory string) *corev1.Pod {
+	ctx := context.Background()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeSelector: selector, Containers: []corev1.Container{{Name: "app", Image: "app", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)},
+		}}}},
+	}
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	p.Status.Phase = corev1.PodPending
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	g.Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
+	return p
+}
+
 func pendingPodsNamed(t *testing.T, g Gomega, prefix string, n int, cpu, memory string) {
 	ctx := context.Background()
 	for i := range n {
@@ -197,20 +213,16 @@ func TestTheOfferingsSteerToTheCheapestFleet(t *testing.T) {
 	g.Expect(quotaOffered(g, f, pool)).To(Equal(all), "cost steering off")
 	f.provider.SetCostSteering(true)
 
-	// A small pod whose node selector asks for an L keeps the L offered.
+	// A pod only another pool can take does not shape this pool's offer, however large.
 	ctx := context.Background()
-	pinned := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "wants-an-l", Namespace: "default"},
-		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelInstanceTypeStable: "L"},
-			Containers: []corev1.Container{{Name: "app", Image: "app", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-			}}}},
-	}
-	g.Expect(env.Client.Create(ctx, pinned)).To(Succeed())
+	elsewhere := pendingPod(g, "elsewhere", map[string]string{karpv1.NodePoolLabelKey: "another-pool"}, "13", "1Gi")
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, elsewhere, &client.DeleteOptions{GracePeriodSeconds: new(int64)}) })
+	f.clock.Step(provider.SteeringTTL)
+	g.Expect(quotaOffered(g, f, pool)).To(Equal(map[string]bool{"2XS": true, "XS": false, "S": false, "M": false, "L": false, "XL": false}))
+
+	// A small pod whose node selector asks for an L keeps the L offered.
+	pinned := pendingPod(g, "wants-an-l", map[string]string{corev1.LabelInstanceTypeStable: "L"}, "100m", "128Mi")
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, pinned, &client.DeleteOptions{GracePeriodSeconds: new(int64)}) })
-	pinned.Status.Phase = corev1.PodPending
-	pinned.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
-	g.Expect(env.Client.Status().Update(ctx, pinned)).To(Succeed())
 	f.clock.Step(provider.SteeringTTL)
 	g.Expect(quotaOffered(g, f, pool)).To(HaveKeyWithValue("L", true), "the pod that asks for an L")
 

@@ -86,7 +86,7 @@ func TestCostNeverStrandsAPod(t *testing.T) {
 			}
 			pods = append(pods, p)
 		}
-		keep := steering.Decide(steering.Input{Flavors: flavors, Pods: pods, Overhead: daemons, Cost: seed%5 != 0,
+		keep := steering.Decide(steering.Input{Flavors: flavors, Pods: pods, PoolPods: pods, Overhead: daemons, Cost: seed%5 != 0,
 			Quota: steering.QuotaView(seed % 3), Headroom: quota.Usage{CPU: int64(8 + seed%50), GB: int64(8 + seed%60)}}).Keep
 		if keep == nil {
 			continue
@@ -117,7 +117,7 @@ func containsName(names []string, name string) bool {
 // the last concern that narrowed the offer.
 func TestDecide(t *testing.T) {
 	g := NewWithT(t)
-	in := steering.Input{Flavors: catalogue(), Pods: mixed(1000), Overhead: daemons, Cost: true}
+	in := steering.Input{Flavors: catalogue(), Pods: mixed(1000), PoolPods: mixed(1000), Overhead: daemons, Cost: true}
 	d := steering.Decide(in)
 	g.Expect(d.Reason).To(Equal(steering.Cheapest))
 	g.Expect(d.Keep).To(Equal([]string{"2XS", "XS"}))
@@ -129,7 +129,7 @@ func TestDecide(t *testing.T) {
 	g.Expect(d.Keep).To(BeNil())
 
 	// The 12-pod episode: the headroom binds and the quota's choice stands.
-	in = steering.Input{Flavors: catalogue(), Pods: uniform(12, 1000, gi), Overhead: steering.Demand{},
+	in = steering.Input{Flavors: catalogue(), Pods: uniform(12, 1000, gi), PoolPods: uniform(12, 1000, gi), Overhead: steering.Demand{},
 		Quota: steering.QuotaLimited, Headroom: quota.Usage{CPU: 24, GB: 16}, Cost: true}
 	d = steering.Decide(in)
 	g.Expect(d.Keep).NotTo(ContainElements("M", "L", "XL"))

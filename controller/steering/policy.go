@@ -80,8 +80,10 @@ type Input struct {
 	// Flavors are the pool's flavors offered as available (the quota's and the platform's
 	// refusals already set aside).
 	Flavors []Flavor
-	// Pods are the pending pods.
+	// Pods are the pending pods: every one competes for the quota's headroom.
 	Pods []Pod
+	// PoolPods are the pending pods the NodePool can take: what its cost steering plans for.
+	PoolPods []Pod
 	// Overhead is what the daemon sets request on every node.
 	Overhead Demand
 	Quota    QuotaView
@@ -142,13 +144,13 @@ func Decide(in Input) Decision {
 		flavors = slices.DeleteFunc(slices.Clone(flavors), func(f Flavor) bool { return !slices.Contains(keep, f.Name) })
 	}
 	if in.Cost {
-		if cheaper, steered, unsteered := Cost(flavors, in.Pods, in.Overhead); cheaper != nil {
+		if cheaper, steered, unsteered := Cost(flavors, in.PoolPods, in.Overhead); cheaper != nil {
 			keep, d.Reason = cheaper, Cheapest
 			d.Steered, d.Unsteered = steered, unsteered
 		}
 	}
 	if d.Reason != Unsteered {
-		d.Keep = needed(keep, in.Flavors, in.Pods, in.Overhead)
+		d.Keep = needed(keep, in.Flavors, in.PoolPods, in.Overhead)
 	}
 	return d
 }
