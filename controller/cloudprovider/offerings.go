@@ -119,7 +119,7 @@ type pendingLook struct {
 	// constraints are what decides which NodePools can take each pending pod, in the order
 	// of pending.
 	constraints []podConstraints
-	overhead steering.Demand
+	overhead    steering.Demand
 	// decided are the decisions, by NodePool, with the quota view they were made against,
 	// until the next look at the pods.
 	decided map[string]decided
