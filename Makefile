@@ -79,7 +79,7 @@ TEST_PARALLEL ?= 8
 # short unit packages. A package named twice runs once; an outdated order only costs time.
 TEST_PACKAGES ?= ./test/e2e/repair ./test/e2e/quota/leader ./test/e2e/quota/uptake ./test/e2e/launch ./test/e2e/disruption ./test/e2e/quota/lowered ./sim \
 	./test/e2e/quota/raised ./test/e2e/quota/probes ./test/e2e/quota/headroom ./test/e2e/quota/configured ./test/lifecycle \
-	./test/e2e/pricing ./test/conformance ./test/e2e/restart ./test/e2e/provisioning ./test/e2e/ownership ./hack/release ./cue \
+	./test/e2e/pricing ./test/conformance ./test/e2e/restart ./test/e2e/provisioning ./test/e2e/steering ./test/e2e/ownership ./hack/release ./cue \
 	./test/quotasim ./test/e2e/... ./...
 
 .PHONY: test

@@ -4,9 +4,9 @@
 // It proves that a pod needing a large flavor, or asking for one by node selector, still gets
 // it; that the shipped setting is cheaper than steering off, which restores core's packing;
 // and that a workload changing shape mid-run is steered to its new shape without replacing
-// the nodes already running. Its scenarios restart the controller with cost steering off and
-// put it back, so it runs on a simulated CKE of its own (harness.RunSuite); `go test -short`
-// skips it.
+// the nodes already running. Its scenarios raise the organisation quota, so that the bill
+// alone steers, and restart the controller with cost steering off, and put both back; it runs
+// on a simulated CKE of its own (harness.RunSuite). `go test -short` skips it.
 package steering
 
 import (

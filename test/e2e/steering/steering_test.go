@@ -146,7 +146,8 @@ func TestPodNeedingALargeFlavorStillGetsIt(t *testing.T) {
 // Cost steering as shipped launches the CPU-heavy burst (24 pods of 1 CPU / 512Mi) on 2XS only,
 // cheaper than the same burst with steering off (COST_STEERING=false, the controller restarted),
 // where core packs it with every flavor, as it does without the provider's steering: an XL and
-// an S (0.3111 EUR/h) against six 2XS (0.1998 EUR/h). The steering metric counts cost decisions with steering on, none with it off.
+// an S (0.3111 EUR/h) against six 2XS (0.1998 EUR/h). The steering metric counts cost
+// decisions with steering on, none with it off.
 func TestCostSteeringOnIsCheaperThanOff(t *testing.T) {
 	s := harness.NewScenario(t, env)
 	s.RaiseQuota()
