@@ -4,10 +4,13 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
 // TestBench runs the scenarios one after the other on one simulated CKE and writes the
@@ -17,7 +20,8 @@ import (
 // on fast, for comparison). Other knobs: BENCH_SCALE_PODS (1000),
 // BENCH_SCALE_TIMEOUT (5m), BENCH_GATE_PODS (200), BENCH_QUOTA_WINDOW (live 75s, fast 30s),
 // BENCH_CONSOLIDATION_QUIET (45s), BENCH_CONSOLIDATION_SETTLE (live 4m, fast 2m),
-// BENCH_CONSOLIDATION_SETTLE_OPEN (live 90s, fast 2m). The defaults keep `make bench` near
+// BENCH_CONSOLIDATION_SETTLE_OPEN (live 90s, fast 2m), BENCH_FREED_QUOTA_SEED (1: when
+// another cluster frees the quota in the uptake episode). The defaults keep `make bench` near
 // 20 minutes on a 2-core machine; a 5-minute quota window is BENCH_QUOTA_WINDOW=5m.
 //
 // A missed target fails the run once the report is written. The targets' numbers are the
@@ -167,6 +171,11 @@ func (b *Bench) suite(t *testing.T, run profileRun) {
 		}
 	}
 	if run.all {
+		// Another cluster frees the quota at a seeded random time while the demand is unmet.
+		spec := FreedQuotaEpisode(uint64(envInt("BENCH_FREED_QUOTA_SEED", 1)))
+		b.freedQuotaChecks(t, spec)
+	}
+	if run.all {
 		// Off first, then on, which the first scale run keeps: one restart (and its lease
 		// wait) fewer. The quota is known to the controller in these three runs.
 		var on, off *Result
@@ -303,4 +312,27 @@ func (b *Bench) budgets(r *Result, pods int, variant string) {
 		len(r.Misses) == 0 && all > 0 && all < maxBound)
 	b.Check(heap, heapTarget, r.Name, fmt.Sprintf("%.1f MB (peak %.1f MB)", r.Footprint.P95HeapMB, r.Footprint.PeakHeapMB), r.Footprint.P95HeapMB < maxHeap)
 	b.Check(cpu, cpuTarget, r.Name, fmt.Sprintf("%.3f cores over %.0f s (%.1f CPU s)", r.Footprint.AvgCores, r.WallSeconds, r.Footprint.CPUSeconds), r.Footprint.AvgCores < maxCores)
+}
+
+// freedQuotaChecks runs the uptake episode and checks it against G1 (docs/quota.md): the
+// first pod runs within quota.UptakeBound plus a join (and a margin for the verdicts) of the
+// free, and the quota engine refuses no more than the first batch on CKE's default
+// (quota.AssumedInFlight) plus one probe per refusal memory of the episode.
+func (b *Bench) freedQuotaChecks(t *testing.T, spec FreedQuotaSpec) {
+	ops := b.Env.Cluster.Operator().Options()
+	margin := b.Threshold(spec.Name+".marginSeconds", 3)
+	bound := (quota.UptakeBound + ops.JoinDelay).Seconds() + margin
+	measure := "another cluster frees the quota during unmet demand: free → first pod Running, NodeGroups refused"
+	target := fmt.Sprintf("≤ quota.UptakeBound + join + %g s = %.0f s; ≤ %d refused + 1 per %s", margin, bound, quota.AssumedInFlight, quota.RefusalMemory)
+	var r *Result
+	t.Run(spec.Name, func(t *testing.T) { r = b.FreedQuota(t, spec) })
+	if r == nil {
+		b.Unmeasured(measure, target, spec.Name, "the scenario failed")
+		return
+	}
+	v, ok := r.Figures["freeToFirstRunningSeconds"]
+	allowed := quota.AssumedInFlight + int(math.Ceil(r.WallSeconds/quota.RefusalMemory.Seconds()))
+	b.Check(measure, target, r.Name, fmt.Sprintf("%.1f s (seed %d, freed %.0f s into the demand), %d refused in %.0f s (%.1f per hour)",
+		v, spec.Seed, r.Figures["freedAfterSeconds"], r.Rejected, r.WallSeconds, r.Figures["refusedPerHour"]),
+		ok && v <= bound && r.Rejected <= allowed && len(r.Misses) == 0)
 }
