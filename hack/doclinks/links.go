@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"iter"
 	"net/url"
 	"os"
 	"path"
@@ -165,26 +166,35 @@ var (
 	codeRE   = regexp.MustCompile("`+[^`]*`+")
 )
 
+// prose yields the Markdown's lines outside fenced code blocks, numbered from 1: a link or a
+// heading inside a fence is an example, not part of the document.
+func prose(md []byte) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		inFence, fence := false, ""
+		sc := bufio.NewScanner(bytes.NewReader(md))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for n := 1; sc.Scan(); n++ {
+			line := sc.Text()
+			if m := fenceRE.FindStringSubmatch(line); m != nil {
+				switch {
+				case !inFence:
+					inFence, fence = true, m[1][:1]
+				case strings.HasPrefix(m[1], fence):
+					inFence = false
+				}
+				continue
+			}
+			if !inFence && !yield(n, line) {
+				return
+			}
+		}
+	}
+}
+
 // Links are the Markdown's link targets outside code blocks and code spans.
 func Links(md []byte) []Link {
 	var links []Link
-	inFence, fence := false, ""
-	sc := bufio.NewScanner(bytes.NewReader(md))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if m := fenceRE.FindStringSubmatch(line); m != nil {
-			switch {
-			case !inFence:
-				inFence, fence = true, m[1][:1]
-			case strings.HasPrefix(m[1], fence):
-				inFence = false
-			}
-			continue
-		}
-		if inFence {
-			continue
-		}
+	for n, line := range prose(md) {
 		line = codeRE.ReplaceAllString(line, "")
 		var targets []string
 		for _, m := range inlineRE.FindAllStringSubmatch(line, -1) {
@@ -215,23 +225,7 @@ var (
 func Anchors(md []byte) map[string]bool {
 	anchors := map[string]bool{}
 	seen := map[string]int{}
-	inFence, fence := false, ""
-	sc := bufio.NewScanner(bytes.NewReader(md))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if m := fenceRE.FindStringSubmatch(line); m != nil {
-			switch {
-			case !inFence:
-				inFence, fence = true, m[1][:1]
-			case strings.HasPrefix(m[1], fence):
-				inFence = false
-			}
-			continue
-		}
-		if inFence {
-			continue
-		}
+	for _, line := range prose(md) {
 		for _, m := range explicitRE.FindAllStringSubmatch(line, -1) {
 			anchors[m[1]] = true
 		}
