@@ -21,14 +21,14 @@ const (
 	FaultVanishAfterAccept Fault = "vanish-after-accept"
 	// FaultNodeNeverReady boots the nodes but their kubelet never reports Ready.
 	FaultNodeNeverReady Fault = "node-never-ready"
-	// FaultSlowBoot makes the node join SlowBootDelay after creation instead of JoinDelay
-	// (up to 185 s live); Synced moves by as much.
+	// FaultSlowBoot makes the node join SlowBootDelay after creation instead of its drawn join
+	// (up to 185 s live); Synced moves by as much as the join passes the typical spread.
 	FaultSlowBoot Fault = "slow-boot"
 	// FaultUpstreamError makes every upstream call of the group (its creation, each resize)
 	// fail for UpstreamErrorDuration from its decision before it goes through: a window of
 	// its own, played like the platform-wide one (Options.UpstreamErrorFrom).
 	FaultUpstreamError Fault = "upstream-error"
-	// FaultLateRefusal accepts the group (Creating), then at JoinDelay publishes
+	// FaultLateRefusal accepts the group (Creating), then at its join publishes
 	// ReconcileFailed=True reason ProvisioningFailed instead of a node; no node ever joins.
 	FaultLateRefusal Fault = "late-refusal"
 	// FaultNeverSync leaves the group Creating forever while its node joins.
@@ -39,7 +39,7 @@ const (
 	// cannot know (Options.UnknownFailureReason), empty message, as the first status write:
 	// shaped like a quota refusal, never preceded by Creating. It takes nothing of the quota.
 	FaultUnknownRefusal Fault = "unknown-refusal"
-	// FaultDeadLaunch accepts the group (Creating), then at JoinDelay, instead of a node,
+	// FaultDeadLaunch accepts the group (Creating), then at its join, instead of a node,
 	// publishes ReconcileInProgress=False and ReconcileFailed=True with
 	// Options.UnknownFailureReason, empty messages, and stays so in phase Creating forever: a
 	// launch that looks dead. The reservation is held until deletion.

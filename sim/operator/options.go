@@ -24,8 +24,16 @@ type Options struct {
 	// DecisionDelay: creation → the operator's first status write, its decision (Creating
 	// or QuotaExceeded). Live ~1 s.
 	DecisionDelay time.Duration
-	// JoinDelay: creation → the Node joins, while the group is still Creating. Live ~28 s.
+	// JoinDelay: creation → the Node joins, while the group is still Creating: the fastest
+	// join when JoinDelayMax spreads them (live 26 s), else every group's.
 	JoinDelay time.Duration
+	// JoinDelayMax > JoinDelay draws each group's join in JoinDelay–JoinDelayMax (live
+	// 26–60 s), skewed so that most joins land near JoinDelay (see drawJoinDelay and
+	// TypicalJoinDelay). Zero: every group joins at JoinDelay.
+	JoinDelayMax time.Duration
+	// SlowJoinProbability is the chance that a group's node joins only after SlowBootDelay,
+	// as if it had FaultSlowBoot (live: one join took 185 s).
+	SlowJoinProbability float64
 	// SyncDelayMin and SyncDelayMax: creation → phase Synced with Ready=True, drawn per group
 	// in this range (live 38–58 s). Never before the node joined.
 	SyncDelayMin time.Duration
@@ -34,14 +42,15 @@ type Options struct {
 	// one group stayed Creating 6 min 30 s).
 	SlowSyncProbability float64
 	SlowSyncDelay       time.Duration
-	// Seed makes the per-group draws (sync delay, slow outlier) reproducible: a group's draw
-	// depends only on Seed and its name.
+	// Seed makes the per-group draws (join and sync delays, slow outliers) reproducible: a
+	// group's draws depend only on Seed and its name.
 	Seed uint64
 	// TeardownDelay: delete (or scale-down) → the VM is gone and its Node deleted. Live 30–40 s.
 	TeardownDelay time.Duration
 	// VanishDelay: acceptance → the upstream deletion of FaultVanishAfterAccept groups.
 	VanishDelay time.Duration
-	// SlowBootDelay replaces JoinDelay for FaultSlowBoot groups.
+	// SlowBootDelay replaces the drawn join for FaultSlowBoot groups and the slow joins of
+	// SlowJoinProbability.
 	SlowBootDelay time.Duration
 	// UpstreamErrorDuration is how long FaultUpstreamError lasts on each upstream call
 	// (live: about an hour).

@@ -16,7 +16,8 @@ type groupState struct {
 	name string
 	// born is when the operator first saw the group: its creation, give or take a watch event.
 	born time.Time
-	// syncDelay is this group's drawn creation → Synced delay.
+	// joinDelay and syncDelay are this group's drawn creation → Node joined and → Synced delays.
+	joinDelay time.Duration
 	syncDelay time.Duration
 
 	// accepted: the quota engine granted the group's creation.
@@ -57,7 +58,7 @@ func (o *Operator) state(g *ngv1.NodeGroup, now time.Time, opts Options) *groupS
 		return st
 	}
 	st = &groupState{name: g.Name, born: now, rejoinAt: map[int]time.Time{}, removeAt: map[int]time.Time{}}
-	st.syncDelay = drawSyncDelay(opts, g.Name)
+	st.joinDelay, st.syncDelay = drawJoinDelay(opts, g.Name), drawSyncDelay(opts, g.Name)
 	// An operator started under a live cluster takes decided groups as they are.
 	if g.Status.UpstreamID != "" {
 		st.born = g.CreationTimestamp.Time

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -92,14 +93,19 @@ func (o *Operator) plan(op *operation, st *groupState, faults []Fault, opts Opti
 		op.sync = opts.TeardownDelay
 		return
 	}
-	join := opts.JoinDelay
+	join := st.joinDelay
 	if op.creation && slices.Contains(faults, FaultSlowBoot) && opts.SlowBootDelay > join {
 		join = opts.SlowBootDelay
 	}
-	// Synced comes the drawn delay after the start, never before the node joined; a slow
-	// boot moves it by as much as it moves the join.
 	op.join = join
-	op.sync = max(st.syncDelay+join-opts.JoinDelay, join)
+	// Synced is the drawn delay after the start. The measured 38–58 s already spans joins
+	// anywhere in the typical spread, so a join inside it does not move Synced; it only keeps
+	// Synced the shortest measured join → Synced gap after the node (a Synced written with
+	// no node would be a platform never seen, and converge would mistake the node for a
+	// rejoin). A join past the spread (a slow boot) moves Synced by as much as it passes it.
+	gap := max(opts.SyncDelayMin-opts.JoinDelay, 0)
+	late := max(join-max(opts.JoinDelay, opts.JoinDelayMax), 0)
+	op.sync = max(st.syncDelay+late, join+gap)
 	if !op.creation {
 		return
 	}
@@ -115,12 +121,61 @@ func (o *Operator) plan(op *operation, st *groupState, faults []Fault, opts Opti
 	}
 }
 
-// drawSyncDelay draws a group's creation → Synced delay from Seed and its name only, so a run
-// is reproducible whatever order groups are seen in.
-func drawSyncDelay(opts Options, name string) time.Duration {
+// groupRand is a group's generator for one kind of draw, seeded by Seed and its name only, so
+// a run is reproducible whatever order groups are seen in. Each kind has its own stream: a
+// draw added later does not move the draws of existing runs.
+func groupRand(opts Options, stream, name string) *rand.Rand {
 	h := fnv.New64a()
+	_, _ = h.Write([]byte(stream))
 	_, _ = h.Write([]byte(name))
-	r := rand.New(rand.NewPCG(opts.Seed, h.Sum64()))
+	return rand.New(rand.NewPCG(opts.Seed, h.Sum64()))
+}
+
+// joinSkew is the power the uniform draw of a join is raised to. The platform's joins are
+// "~28 s typical; 26–60 s" (cke-platform.md §6): a floor that is hardly beaten, most joins
+// just above it, a few up to a minute. JoinDelay + spread × u^k has exactly that shape: its
+// density is highest at the floor and falls to the top, and its median is
+// JoinDelay + spread / 2^k. With live's 26–60 s, k = 4 puts the median at 28.1 s, a quarter
+// of the joins past 36.8 s and one in ten past 48.3 s, so scheduling passes still meet late
+// joins; a uniform draw would put the median at 43 s, far from the typical 28 s.
+const joinSkew = 4
+
+// drawJoinDelay draws a group's creation → Node joined delay (see joinSkew), or SlowBootDelay
+// for the SlowJoinProbability outliers.
+func drawJoinDelay(opts Options, name string) time.Duration {
+	r := groupRand(opts, "join/", name)
+	d := opts.JoinDelay
+	if spread := opts.JoinDelayMax - opts.JoinDelay; spread > 0 {
+		d += time.Duration(float64(spread) * math.Pow(r.Float64(), joinSkew))
+	}
+	if opts.SlowJoinProbability > 0 && r.Float64() < opts.SlowJoinProbability && opts.SlowBootDelay > d {
+		d = opts.SlowBootDelay
+	}
+	return d
+}
+
+// TypicalJoinDelay is the median of the joins drawn without the slow outliers: the join to
+// hold a latency against.
+func (o Options) TypicalJoinDelay() time.Duration {
+	if spread := o.JoinDelayMax - o.JoinDelay; spread > 0 {
+		return o.JoinDelay + spread>>joinSkew
+	}
+	return o.JoinDelay
+}
+
+// LatestJoinDelay is the latest a node of a group without faults may join: the slow outlier
+// when the options play it, else the top of the spread. What a wait for every node needs.
+func (o Options) LatestJoinDelay() time.Duration {
+	d := max(o.JoinDelay, o.JoinDelayMax)
+	if o.SlowJoinProbability > 0 {
+		d = max(d, o.SlowBootDelay)
+	}
+	return d
+}
+
+// drawSyncDelay draws a group's creation → Synced delay.
+func drawSyncDelay(opts Options, name string) time.Duration {
+	r := groupRand(opts, "", name)
 	d := opts.SyncDelayMin
 	if spread := opts.SyncDelayMax - opts.SyncDelayMin; spread > 0 {
 		d += time.Duration(r.Int64N(int64(spread) + 1))
