@@ -112,10 +112,7 @@ func tearDown(s *harness.Scenario, pool string, ds ...*appsv1.Deployment) {
 // CPU-heavy pods get new NodeGroups of the 2XS only.
 func TestPodNeedingALargeFlavorStillGetsIt(t *testing.T) {
 	s := harness.NewScenario(t, env)
-	s.RaiseQuota()
-	class := s.NodeClass("", nil)
-	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
-	groups := s.RecordGroups(pool.Name, nil)
+	pool, groups := openPool(s, time.Hour)
 
 	small := s.Deployment("cpu-heavy", pool.Name, cpuHeavyPods, cpuHeavyCPU, cpuHeavyMemory)
 	wideCPU := s.Deployment("large-cpu", pool.Name, 1, "13", "1Gi")
@@ -150,10 +147,7 @@ func TestPodNeedingALargeFlavorStillGetsIt(t *testing.T) {
 // decisions with steering on, none with it off.
 func TestCostSteeringOnIsCheaperThanOff(t *testing.T) {
 	s := harness.NewScenario(t, env)
-	s.RaiseQuota()
-	class := s.NodeClass("", nil)
-	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
-	groups := s.RecordGroups(pool.Name, nil)
+	pool, groups := openPool(s, time.Hour)
 
 	// Steering on, as shipped.
 	before := decisions(s, pool.Name, "cost")
@@ -200,10 +194,7 @@ func TestCostSteeringOnIsCheaperThanOff(t *testing.T) {
 // disruption.
 func TestShapeChangeConvergesWithoutChurn(t *testing.T) {
 	s := harness.NewScenario(t, env)
-	s.RaiseQuota()
-	class := s.NodeClass("", nil)
-	pool := s.NodePool("", class, nil, 5*time.Second, harness.OnDemand)
-	groups := s.RecordGroups(pool.Name, nil)
+	pool, groups := openPool(s, 5*time.Second)
 	var gone []string
 	_, claimWatch, err := harness.Record(s.Ctx, env.Client, &karpv1.NodeClaimList{}, func(ev harness.Event) {
 		if ev.Type == watch.Deleted || ev.Object.GetDeletionTimestamp() != nil {
@@ -273,10 +264,7 @@ func TestShapeChangeConvergesWithoutChurn(t *testing.T) {
 // on an L whatever the steering offers the others.
 func TestPodAskingForAFlavorGetsIt(t *testing.T) {
 	s := harness.NewScenario(t, env)
-	s.RaiseQuota()
-	class := s.NodeClass("", nil)
-	pool := s.NodePool("", class, nil, time.Hour, harness.OnDemand)
-	groups := s.RecordGroups(pool.Name, nil)
+	pool, groups := openPool(s, time.Hour)
 
 	small := s.Deployment("cpu-heavy", pool.Name, cpuHeavyPods, cpuHeavyCPU, cpuHeavyMemory)
 	pinned := s.Deployment("pinned", pool.Name, 1, cpuHeavyCPU, cpuHeavyMemory, onFlavor("L"))
@@ -284,4 +272,15 @@ func TestPodAskingForAFlavorGetsIt(t *testing.T) {
 	pods := s.WaitRunning(pinned, 1, burstTimeout)
 	t.Logf("groups %v", harness.FlavorsOfRecords(groups.All()))
 	Expect(podFlavors(s, pods)).To(Equal([]string{"L"}), "the pod selecting an L:\n%s", groups)
+}
+
+// openPool raises the quota out of the way (the bill alone steers), and creates a class and an
+// on-demand NodePool open to every flavor that consolidates after consolidateAfter, with a
+// recorder of its NodeGroups.
+func openPool(s *harness.Scenario, consolidateAfter time.Duration) (*karpv1.NodePool, *harness.GroupRecorder) {
+	s.T.Helper()
+	s.RaiseQuota()
+	class := s.NodeClass("", nil)
+	pool := s.NodePool("", class, nil, consolidateAfter, harness.OnDemand)
+	return pool, s.RecordGroups(pool.Name, nil)
 }
