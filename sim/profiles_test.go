@@ -1,7 +1,9 @@
 package sim_test
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,10 +25,11 @@ func profiles() map[string]sim.Options {
 // A group's life, in the order the platform plays it (cke-platform.md §1, "What the
 // operator writes, over time"): the decision is the first status write, the node joins while
 // the group is still Creating, Synced comes after the join, and the slow outlier after any
-// typical sync. A slow boot delays the join.
+// typical sync. A slow boot (or slow join) comes after any typical join.
 func TestProfilesKeepThePlatformsOrder(t *testing.T) {
 	for name, o := range profiles() {
 		op := o.Operator
+		latestJoin := max(op.JoinDelay, op.JoinDelayMax)
 		steps := []struct {
 			earlier, later string
 			a, b           time.Duration
@@ -34,9 +37,10 @@ func TestProfilesKeepThePlatformsOrder(t *testing.T) {
 		}{
 			{"decision", "join", op.DecisionDelay, op.JoinDelay, true},
 			{"join", "earliest Synced", op.JoinDelay, op.SyncDelayMin, false},
+			{"earliest join", "latest typical join", op.JoinDelay, latestJoin, false},
 			{"earliest Synced", "latest Synced", op.SyncDelayMin, op.SyncDelayMax, false},
 			{"latest Synced", "slow outlier's Synced", op.SyncDelayMax, op.SlowSyncDelay, true},
-			{"join", "slow boot's join", op.JoinDelay, op.SlowBootDelay, true},
+			{"latest typical join", "slow boot's join", latestJoin, op.SlowBootDelay, true},
 		}
 		for _, s := range steps {
 			if s.a > s.b || (s.strict && s.a == s.b) {
@@ -72,8 +76,10 @@ func TestProfilesDelaysArePositiveAndJitterBounded(t *testing.T) {
 		if spread > op.SyncDelayMin {
 			t.Errorf("%s profile: Synced drawn in %s–%s: the jitter exceeds the delay itself", name, op.SyncDelayMin, op.SyncDelayMax)
 		}
-		if p := op.SlowSyncProbability; p < 0 || p > 0.1 {
-			t.Errorf("%s profile: slow-sync probability %v, want an outlier's (0–10 %%)", name, p)
+		for field, p := range map[string]float64{"SlowSyncProbability": op.SlowSyncProbability, "SlowJoinProbability": op.SlowJoinProbability} {
+			if p < 0 || p > 0.1 {
+				t.Errorf("%s profile: %s %v, want an outlier's (0–10 %%)", name, field, p)
+			}
 		}
 	}
 }
@@ -94,8 +100,12 @@ func TestLiveProfileMatchesMeasuredTimings(t *testing.T) {
 	}{
 		"DecisionDelay": {op.DecisionDelay, within{500 * time.Millisecond, 1500 * time.Millisecond,
 			"§6: created → first status write ~1 s"}},
-		"JoinDelay": {op.JoinDelay, within{26 * time.Second, 30 * time.Second,
-			"§6: created → Node joins ~28 s typical"}},
+		"JoinDelay": {op.JoinDelay, within{26 * time.Second, 28 * time.Second,
+			"§6: created → Node joins 26–60 s, ~28 s typical: the floor of the draw"}},
+		"JoinDelayMax": {op.JoinDelayMax, within{50 * time.Second, 60 * time.Second,
+			"§6: created → Node joins 26–60 s: the top of the draw"}},
+		"TypicalJoinDelay": {op.TypicalJoinDelay(), within{27 * time.Second, 29 * time.Second,
+			"§6: created → Node joins ~28 s typical: the draw's median"}},
 		"SyncDelayMin": {op.SyncDelayMin, within{38 * time.Second, 58 * time.Second,
 			"§6: created → Synced 38–58 s typical"}},
 		"SyncDelayMax": {op.SyncDelayMax, within{38 * time.Second, 58 * time.Second,
@@ -124,6 +134,38 @@ func TestLiveProfileMatchesMeasuredTimings(t *testing.T) {
 	}
 	if op.SlowSyncProbability <= 0 {
 		t.Error("live profile never plays the 6 min 30 s outlier (§1)")
+	}
+	if op.SlowJoinProbability <= 0 {
+		t.Error("live profile never plays the 185 s join (§6)")
+	}
+}
+
+// The joins the live profile draws for many groups are the platform's: all within 26–185 s
+// (§6), half of them by about 28 s, some of them late in the minute, a rare one at 185 s.
+func TestLiveProfileDrawsThePlatformsJoins(t *testing.T) {
+	op := sim.LiveOptions().Operator
+	const n = 2000
+	joins := make([]time.Duration, 0, n)
+	slow := 0
+	for i := range n {
+		d := op.JoinDelayOf(fmt.Sprintf("default-%d", i))
+		if d < 26*time.Second || d > 185*time.Second {
+			t.Errorf("group %d joins at %s, outside the platform's 26–185 s (§6)", i, d)
+		}
+		if d > time.Minute {
+			slow++
+		}
+		joins = append(joins, d)
+	}
+	slices.Sort(joins)
+	if median := joins[n/2]; median < 27*time.Second || median > 29*time.Second {
+		t.Errorf("median join %s, the platform's typical is ~28 s (§6)", median)
+	}
+	if late := joins[n*9/10]; late < 40*time.Second {
+		t.Errorf("nine joins in ten by %s: the 26–60 s spread (§6) is not played", late)
+	}
+	if slow == 0 || slow > n/20 {
+		t.Errorf("%d of %d joins past a minute: want the rare 185 s join (§6), rare", slow, n)
 	}
 }
 
@@ -176,13 +218,14 @@ func smallestFlavor(t *testing.T) cke.Flavor {
 
 // The fast profile is the live one compressed: every step comes no later than live, the
 // cluster (quota, control plane, messages, labels, seed) is the same, and the quirks that
-// would make unrelated tests flaky (the outlier, batched verdicts, leaked reservations) are
+// would make unrelated tests flaky (the outliers, batched verdicts, leaked reservations) are
 // off.
 func TestFastProfileIsLiveCompressed(t *testing.T) {
 	live, fast := sim.LiveOptions(), sim.FastOptions()
 	lo, fo := live.Operator, fast.Operator
 	for field, d := range map[string][2]time.Duration{
 		"DecisionDelay": {lo.DecisionDelay, fo.DecisionDelay}, "JoinDelay": {lo.JoinDelay, fo.JoinDelay},
+		"JoinDelayMax": {lo.JoinDelayMax, fo.JoinDelayMax}, "TypicalJoinDelay": {lo.TypicalJoinDelay(), fo.TypicalJoinDelay()},
 		"SyncDelayMin": {lo.SyncDelayMin, fo.SyncDelayMin}, "SyncDelayMax": {lo.SyncDelayMax, fo.SyncDelayMax},
 		"SlowSyncDelay": {lo.SlowSyncDelay, fo.SlowSyncDelay}, "TeardownDelay": {lo.TeardownDelay, fo.TeardownDelay},
 		"VanishDelay": {lo.VanishDelay, fo.VanishDelay}, "SlowBootDelay": {lo.SlowBootDelay, fo.SlowBootDelay},
@@ -192,8 +235,8 @@ func TestFastProfileIsLiveCompressed(t *testing.T) {
 			t.Errorf("fast %s = %s is slower than live %s", field, d[1], d[0])
 		}
 	}
-	if fo.SlowSyncProbability != 0 || fo.QuotaBatchWindow != 0 || fo.LeakedReservationTTL != 0 {
-		t.Errorf("fast profile plays the outlier (%v) or a quota quirk (batch %s, leak %s)", fo.SlowSyncProbability, fo.QuotaBatchWindow, fo.LeakedReservationTTL)
+	if fo.SlowSyncProbability != 0 || fo.SlowJoinProbability != 0 || fo.QuotaBatchWindow != 0 || fo.LeakedReservationTTL != 0 {
+		t.Errorf("fast profile plays an outlier (sync %v, join %v) or a quota quirk (batch %s, leak %s)", fo.SlowSyncProbability, fo.SlowJoinProbability, fo.QuotaBatchWindow, fo.LeakedReservationTTL)
 	}
 	// Everything but the timings and the quirks is the live profile's.
 	strip := func(o sim.Options) sim.Options {

@@ -154,6 +154,10 @@ func drawJoinDelay(opts Options, name string) time.Duration {
 	return d
 }
 
+// JoinDelayOf is the join a group of that name draws under these options, before faults: what
+// a test or a bench compares the platform's story with.
+func (o Options) JoinDelayOf(group string) time.Duration { return drawJoinDelay(o, group) }
+
 // TypicalJoinDelay is the median of the joins drawn without the slow outliers: the join to
 // hold a latency against.
 func (o Options) TypicalJoinDelay() time.Duration {
