@@ -5,6 +5,10 @@ import (
 	"slices"
 )
 
+// NodeCountTolerance is how much dearer, as a fraction of the cheapest, an offer may be and
+// still win for launching fewer nodes.
+const NodeCountTolerance = 0.01
+
 // Pod is a pending pod as cost steering sees it: what it requests and, when its node selector
 // or required node affinity rules flavors out, the flavors it may run on.
 type Pod struct {
@@ -36,8 +40,9 @@ type Fleet struct {
 // that holds it: a flavor a pod needs is never hidden. Each candidate is priced by packing the
 // pods as core does (largest first, each pod onto an open node some offered flavor still
 // holds, else onto a new node; each node launched as the cheapest flavor that holds it), with
-// the daemon sets' overhead on every node. The cheapest candidate wins, fewer nodes breaking a
-// tie; it is returned only when it costs less than offering everything.
+// the daemon sets' overhead on every node. Of the candidates within NodeCountTolerance of the
+// cheapest, the one with the fewest nodes wins; it is returned only when it costs less than
+// offering everything.
 func Cost(flavors []Flavor, pods []Pod, overhead Demand) (keep []string, steered, unsteered Fleet) {
 	var plannable []Pod
 	for _, p := range pods {
@@ -57,15 +62,32 @@ func Cost(flavors []Flavor, pods []Pod, overhead Demand) (keep []string, steered
 		all[i] = true
 	}
 	unsteered = plan(flavors, all, plannable, overhead)
-	best, bestFleet := []bool(nil), unsteered
+	type candidate struct {
+		offer []bool
+		fleet Fleet
+	}
+	var candidates []candidate
+	cheapest := unsteered.Hourly
 	for c := range flavors {
 		offer := capped(flavors, c, plannable, overhead)
 		if offer == nil {
 			continue
 		}
 		f := plan(flavors, offer, plannable, overhead)
-		if f.Hourly < bestFleet.Hourly-1e-9 || (best != nil && f.Hourly <= bestFleet.Hourly+1e-9 && f.Nodes < bestFleet.Nodes) {
-			best, bestFleet = offer, f
+		candidates = append(candidates, candidate{offer, f})
+		cheapest = min(cheapest, f.Hourly)
+	}
+	// Among the offers within NodeCountTolerance of the cheapest, the fewest nodes: each node
+	// is one more launch for core's queue, one more join to wait for and one more set of
+	// daemons to pay, and a scale-out with many more nodes is slower for a saving below it.
+	var best []bool
+	var bestFleet Fleet
+	for _, c := range candidates {
+		if c.fleet.Hourly >= unsteered.Hourly-1e-9 || c.fleet.Hourly > cheapest*(1+NodeCountTolerance)+1e-9 {
+			continue
+		}
+		if best == nil || c.fleet.Nodes < bestFleet.Nodes || (c.fleet.Nodes == bestFleet.Nodes && c.fleet.Hourly < bestFleet.Hourly) {
+			best, bestFleet = c.offer, c.fleet
 		}
 	}
 	if best == nil || slices.Equal(best, all) {

@@ -56,6 +56,20 @@ func TestCost(t *testing.T) {
 	}
 }
 
+// Of two offers less than NodeCountTolerance apart, the one with fewer nodes: eight 1-vCPU
+// pods cost 4.00 on four A and 4.02 on two B; offering every flavor would launch one C at 4.50.
+func TestCostPrefersFewerNodesWithinTheTolerance(t *testing.T) {
+	g := NewWithT(t)
+	flavor := func(name string, cpu int64, price float64) steering.Flavor {
+		return steering.Flavor{Name: name, Allocatable: steering.Demand{MilliCPU: cpu * 1000, Memory: 64 * gi}, Pods: 110, Price: price}
+	}
+	flavors := []steering.Flavor{flavor("A", 2, 1.00), flavor("B", 4, 2.01), flavor("C", 8, 4.50)}
+	keep, steered, unsteered := steering.Cost(flavors, uniform(8, 1000, gi), steering.Demand{})
+	g.Expect(keep).To(Equal([]string{"A", "B"}))
+	g.Expect(steered).To(Equal(steering.Fleet{Nodes: 2, Hourly: 4.02}))
+	g.Expect(unsteered).To(Equal(steering.Fleet{Nodes: 1, Hourly: 4.50}))
+}
+
 // A flavor a pending pod needs is never hidden, whatever the others' shape: the pod too large
 // for any small flavor, and the pod whose node selector allows only the XL.
 func TestCostKeepsWhatAPodNeeds(t *testing.T) {
