@@ -1,6 +1,7 @@
 package steering_test
 
 import (
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -148,4 +149,17 @@ func TestDecide(t *testing.T) {
 	d = steering.Decide(in)
 	g.Expect(d.Keep).NotTo(ContainElements("M", "L", "XL"))
 	g.Expect(d.Reason).To(BeElementOf(steering.QuotaHeadroom, steering.Cheapest))
+}
+
+// What one decision costs the scheduling pass that waits on it: cost steering plans the
+// pending pods once per candidate offer, on every look at them (at most every 2 s per pool).
+func BenchmarkCost(b *testing.B) {
+	for _, n := range []int{300, 1000, 5000} {
+		pods := mixed(n)
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				steering.Cost(catalogue(), pods, daemons)
+			}
+		})
+	}
 }
