@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"os"
 	"testing"
 	"time"
 )
@@ -13,12 +12,7 @@ import (
 // reports each fleet's cost against the packing bound (BENCH_OUT for the report). The pinned
 // fleet must cost less than the open one.
 func TestCostPin(t *testing.T) {
-	profile := os.Getenv("BENCH_PROFILE")
-	if profile == "" || profile == "both" {
-		profile = "fast"
-	}
-	b := start(t, profile)
-	b.Out = outDir(t.TempDir())
+	b := startOneProfile(t)
 	defer b.write(t, b.Out)
 	b.RestartOutside(t, QuotaKnown)
 	n := envInt("BENCH_SCALE_PODS", 1000)

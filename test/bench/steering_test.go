@@ -19,12 +19,7 @@ import (
 // settled. It fails where steering costs more than without it, or settles above 1.10 × the
 // bound (STEERING_BOUND_RATIO overrides the target).
 func TestCostSteering(t *testing.T) {
-	profile := os.Getenv("BENCH_PROFILE")
-	if profile == "" || profile == "both" {
-		profile = "fast"
-	}
-	b := start(t, profile)
-	b.Out = outDir(t.TempDir())
+	b := startOneProfile(t)
 	defer b.write(t, b.Out)
 	ctx := context.Background()
 	if err := b.EnsureNodeDaemons(ctx); err != nil {
@@ -66,4 +61,17 @@ func TestCostSteering(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startOneProfile starts the bench on one profile for a test that is not make bench's:
+// BENCH_PROFILE, fast when unset or both; the report goes to BENCH_OUT, else a temporary
+// folder.
+func startOneProfile(t *testing.T) *Bench {
+	profile := os.Getenv("BENCH_PROFILE")
+	if profile == "" || profile == "both" {
+		profile = "fast"
+	}
+	b := start(t, profile)
+	b.Out = outDir(t.TempDir())
+	return b
 }
