@@ -113,13 +113,7 @@ type pendingLook struct {
 	// costOff turns cost steering off (settings.costSteering false).
 	costOff bool
 	at      time.Time
-	pending []steering.Pod
-	// pods are the pending pods, in the order of pending.
-	pods []*corev1.Pod
-	// constraints are what decides which NodePools can take each pending pod, in the order
-	// of pending.
-	constraints []podConstraints
-	overhead    steering.Demand
+	pendingLookResult
 	// decided are the decisions, by NodePool, with the quota view they were made against,
 	// until the next look at the pods.
 	decided map[string]decided
@@ -169,7 +163,7 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 			log.FromContext(ctx).V(1).Info("cannot list pending pods, not steering", "error", err.Error())
 			return none, nil, headroom
 		}
-		s.at, s.pending, s.pods, s.constraints, s.overhead, s.decided = c.clock.Now(), look.pending, look.pods, look.constraints, look.overhead, map[string]decided{}
+		s.at, s.pendingLookResult, s.decided = c.clock.Now(), look, map[string]decided{}
 	}
 	if d, ok := s.decided[pool.Name]; ok && d.headroom == headroom && d.view == view {
 		return d.decision, d.hidden, headroom
@@ -250,8 +244,11 @@ type podConstraints struct {
 
 // pendingLookResult is one look at the cluster's pods.
 type pendingLookResult struct {
-	pending     []steering.Pod
-	pods        []*corev1.Pod
+	pending []steering.Pod
+	// pods are the pending pods, in the order of pending.
+	pods []*corev1.Pod
+	// constraints are what decides which NodePools can take each pending pod, in the order
+	// of pending.
 	constraints []podConstraints
 	overhead    steering.Demand
 }

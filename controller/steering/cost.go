@@ -113,12 +113,21 @@ func capped(flavors []Flavor, c int, pods []Pod, overhead Demand) []bool {
 	for i, f := range flavors {
 		offer[i] = f.Allocatable.fits(flavors[c].Allocatable)
 	}
+	cover(flavors, offer, pods, overhead)
+	return offer
+}
+
+// cover adds to offer, for each pod that no offered flavor holds or that its requirements keep
+// off them, the cheapest flavor that it may run on and that holds it, when one exists.
+func cover(flavors []Flavor, offer []bool, pods []Pod, overhead Demand) {
 	for _, p := range pods {
-		if cheapestHolding(flavors, p, overhead, offer) < 0 {
-			offer[cheapestHolding(flavors, p, overhead, nil)] = true
+		if cheapestHolding(flavors, p, overhead, offer) >= 0 {
+			continue
+		}
+		if i := cheapestHolding(flavors, p, overhead, nil); i >= 0 {
+			offer[i] = true
 		}
 	}
-	return offer
 }
 
 // cheapestHolding is the index of the cheapest flavor (among offer, all when nil) that the pod

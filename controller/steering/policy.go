@@ -163,14 +163,7 @@ func needed(keep []string, flavors []Flavor, pods []Pod, overhead Demand) []stri
 	for i, f := range flavors {
 		offer[i] = slices.Contains(keep, f.Name)
 	}
-	for _, p := range pods {
-		if cheapestHolding(flavors, p, overhead, offer) >= 0 {
-			continue
-		}
-		if i := cheapestHolding(flavors, p, overhead, nil); i >= 0 {
-			offer[i] = true
-		}
-	}
+	cover(flavors, offer, pods, overhead)
 	var out []string
 	for i, f := range flavors {
 		if offer[i] {
