@@ -136,13 +136,13 @@ help:
 BENCH_PROFILE ?= both
 
 .PHONY: bench
-bench: sim-bin build ## Run every benchmark scenario on the simulated CKE, live profile and fast beside it (~50 min); writes docs/bench/.
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) BENCH_OUT=docs/bench BENCH_PROFILE=$(BENCH_PROFILE) go test -tags bench -count=1 -timeout 75m -run 'TestBench$$' -v ./test/bench
+bench: sim-bin build ## Run every benchmark scenario on the simulated CKE, live profile and fast beside it, the cost workloads with steering on and off (~2 h); writes docs/bench/.
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) BENCH_OUT=docs/bench BENCH_PROFILE=$(BENCH_PROFILE) go test -tags bench -count=1 -timeout 180m -run 'TestBench$$' -v ./test/bench
 
 STEERING_PROFILE ?= fast
 .PHONY: bench-steering
-bench-steering: sim-bin build ## Run each cost workload with cost steering on and off (STEERING_PROFILE fast or live, ~20 min); writes docs/bench/steering-$(STEERING_PROFILE)/.
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) BENCH_OUT=docs/bench/steering-$(STEERING_PROFILE) BENCH_PROFILE=$(STEERING_PROFILE) go test -tags bench -count=1 -timeout 90m -run 'TestCostSteering$$' -v ./test/bench
+bench-steering: sim-bin build ## Run each cost workload with cost steering on and off (STEERING_PROFILE fast or live, ~1 h); writes docs/bench/steering-$(STEERING_PROFILE)/.
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) BENCH_OUT=docs/bench/steering-$(STEERING_PROFILE) BENCH_PROFILE=$(STEERING_PROFILE) go test -tags bench -count=1 -timeout 150m -run 'TestCostSteering$$' -v ./test/bench
 
 .PHONY: bench-smoke
 bench-smoke: sim-bin build ## One tiny benchmark scenario on the fast profile (< 1 min), report in bin/bench-smoke/.

@@ -407,7 +407,7 @@ func (b *Bench) FleetCost(tl *Timeline, pods []corev1.Pod) (*Cost, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fleetCost(tl, pods, cat), nil
+	return fleetCost(tl, pods, cat, cat), nil
 }
 
 func prices(cat []FlavorCost) map[string]float64 {
@@ -418,7 +418,9 @@ func prices(cat []FlavorCost) map[string]float64 {
 	return price
 }
 
-func fleetCost(tl *Timeline, pods []corev1.Pod, cat []FlavorCost) *Cost {
+// fleetCost prices the live managed NodeGroups at cat's prices and bounds the pods' summed
+// requests over bounded: cat itself, or cat less what every node's daemons take.
+func fleetCost(tl *Timeline, pods []corev1.Pod, cat, bounded []FlavorCost) *Cost {
 	price := prices(cat)
 	c := &Cost{Fleet: map[string]int{}}
 	tl.Read(func(tl *Timeline) {
@@ -437,7 +439,7 @@ func fleetCost(tl *Timeline, pods []corev1.Pod, cat []FlavorCost) *Cost {
 		}
 	}
 	c.DemandCPU, c.DemandMemory = cpu.String(), mem.String()
-	c.Bound = LowerBound(cat, cpu.MilliValue(), mem.Value(), int64(len(pods)))
+	c.Bound = LowerBound(bounded, cpu.MilliValue(), mem.Value(), int64(len(pods)))
 	c.FleetHourly = round4(c.FleetHourly)
 	c.Bound.CostHourly = round4(c.Bound.CostHourly)
 	if c.Bound.CostHourly > 0 {

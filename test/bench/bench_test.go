@@ -21,9 +21,11 @@ import (
 // BENCH_SCALE_TIMEOUT (5m), BENCH_GATE_PODS (200), BENCH_QUOTA_WINDOW (live 75s, fast 30s),
 // BENCH_CONSOLIDATION_QUIET (45s), BENCH_CONSOLIDATION_SETTLE (live 4m, fast 2m),
 // BENCH_CONSOLIDATION_SETTLE_OPEN (live 90s, fast 2m), BENCH_FREED_QUOTA_SEED (1: when
-// another cluster frees the quota in the uptake episode). With the defaults `make bench` takes
-// about 50 minutes on a 2-core machine, most of it the quota episodes waiting out the
-// platform's leaks; a 5-minute quota window is BENCH_QUOTA_WINDOW=5m.
+// another cluster frees the quota in the uptake episode), BENCH_STEERING (1; 0 leaves out the
+// cost workloads, which run with steering on and off on every profile: see TestCostSteering
+// for their knobs). With the defaults `make bench` takes about two hours on a 2-core machine:
+// the quota episodes waiting out the platform's leaks, then the cost workloads, each run twice
+// and left to settle; a 5-minute quota window is BENCH_QUOTA_WINDOW=5m.
 //
 // A missed target fails the run once the report is written. The targets' numbers are the
 // defaults in the checks below; BENCH_THRESHOLDS overrides them by key (for example
@@ -211,6 +213,11 @@ func (b *Bench) suite(t *testing.T, run profileRun) {
 			shipped = b.Scale(t, fmt.Sprintf("scale-%d-as-shipped", scalePods), scalePods, scaleTimeout, true, nil)
 		})
 		b.budgets(shipped, scalePods, "as shipped, quota not configured")
+	}
+	// Every cost workload with cost steering on, as shipped, and off, side by side
+	// (docs/cost.md); make bench-steering runs these alone.
+	if envInt("BENCH_STEERING", 1) != 0 {
+		t.Run("cost-steering", func(t *testing.T) { b.steering(t, func(Workload) bool { return true }) })
 	}
 }
 

@@ -159,7 +159,7 @@ func (b *Bench) cost(t *testing.T, w *Window, r *Result) {
 		r.Notes = append(r.Notes, "cost: "+err.Error())
 		return
 	}
-	r.Cost = fleetCost(w.TL, pods, cat)
+	r.Cost = fleetCost(w.TL, pods, cat, cat)
 	if r.Series != nil && !w.end.IsZero() {
 		w.TL.Read(func(tl *Timeline) { r.Series.FleetHourly = fleetSeries(tl, w.Start, w.end, prices(cat)) })
 	}

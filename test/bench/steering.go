@@ -13,14 +13,23 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
 // Workload is a cost scenario's pods: shapes cycled over n pods.
 type Workload struct {
 	Name   string
 	Shapes []Shape
+	// Then, when set, is what each Deployment (one per Shapes entry, in order) rolls to once
+	// every pod runs: a workload whose shape changes mid-run. The fleet is judged on the
+	// rolled pods.
+	Then []Shape
+	// Pods, when set, is the workload's own pod count instead of the run's.
+	Pods int
 	// Note says what the shapes' memory per vCPU is.
 	Note string
 }
@@ -28,10 +37,13 @@ type Workload struct {
 // CostWorkloads are the cost scenarios' workloads, by the pods' memory per vCPU: CKE's flavors
 // run from 1 GB per vCPU (2XS) to 2 (L, XL), so each workload favours another shape.
 var CostWorkloads = []Workload{
-	{"mixed", ScaleShapes, "ScaleShapes: 1.25 GB per vCPU over the set"},
-	{"cpu-heavy", []Shape{{"c1", 0, "500m", "256Mi"}, {"c2", 0, "1", "512Mi"}, {"c3", 0, "250m", "128Mi"}}, "0.5 GB per vCPU"},
-	{"memory-heavy", []Shape{{"m1", 0, "250m", "768Mi"}, {"m2", 0, "500m", "1536Mi"}, {"m3", 0, "1", "3Gi"}}, "3 GB per vCPU"},
-	{"two-shapes", []Shape{{"c", 0, "1", "512Mi"}, {"m", 0, "250m", "768Mi"}}, "half at 0.5 GB per vCPU, half at 3"},
+	{Name: "mixed", Shapes: ScaleShapes, Note: "ScaleShapes: 1.25 GB per vCPU over the set"},
+	{Name: "cpu-heavy", Shapes: []Shape{{"c1", 0, "500m", "256Mi"}, {"c2", 0, "1", "512Mi"}, {"c3", 0, "250m", "128Mi"}}, Note: "0.5 GB per vCPU"},
+	{Name: "memory-heavy", Shapes: []Shape{{"m1", 0, "250m", "768Mi"}, {"m2", 0, "500m", "1536Mi"}, {"m3", 0, "1", "3Gi"}}, Note: "3 GB per vCPU"},
+	{Name: "two-shapes", Shapes: []Shape{{"c", 0, "1", "512Mi"}, {"m", 0, "250m", "768Mi"}}, Note: "half at 0.5 GB per vCPU, half at 3"},
+	{Name: "shape-change", Shapes: []Shape{{"app", 0, "1", "512Mi"}}, Then: []Shape{{"app", 0, "250m", "768Mi"}},
+		Note: "0.5 GB per vCPU, rolled out to 3 GB per vCPU once every pod runs"},
+	{Name: "scale-out-1000", Shapes: ScaleShapes, Pods: 1000, Note: "ScaleShapes, 1000 pods: 1.25 GB per vCPU"},
 }
 
 // NodeDaemons is what a CKE node's daemon sets request: 224Mi of memory, measured on a 2XS
@@ -100,16 +112,43 @@ func withOverhead(cat []FlavorCost, d Shape) []FlavorCost {
 	return out
 }
 
-// CostSteering runs one workload of n pods (a Deployment per shape) on an open NodePool that
-// consolidates after consolidateAfter, with cost steering on or off (the controller restarted
-// with COST_STEERING), the quota lifted and known and the node daemons on every node. It
-// prices the fleet when every pod first runs, then once it has settled (every pod Running and
-// no NodeClaim or NodeGroup change for quiet, within settle), against the bound that counts the
-// daemons per node; it reports how many NodeGroups were launched and the time to every pod
-// Running.
-func (b *Bench) CostSteering(t *testing.T, w Workload, n int, on bool, timeout, consolidateAfter, quiet, settle time.Duration) *Result {
+// SteeringTiming is how a cost steering run waits: for every pod Running, then for the fleet
+// to settle.
+type SteeringTiming struct {
+	// Timeout bounds the wait for every pod Running (each wave of a shape change).
+	Timeout time.Duration
+	// ConsolidateAfter is the NodePool's.
+	ConsolidateAfter time.Duration
+	// Quiet is how long no NodeClaim or NodeGroup may change for the fleet to count as
+	// settled; Settle bounds the wait for it.
+	Quiet, Settle time.Duration
+}
+
+// steeringTiming reads the cost steering runs' timing from the environment. The quiet window
+// outlasts what consolidation takes to act on a node: consolidateAfter from the node's last
+// pod event, then up to 10 s until core's disruption loop looks and 15 s for it to validate
+// its decision, so a fleet is never priced just before consolidation would have changed it.
+func steeringTiming() SteeringTiming {
+	consolidateAfter := envDuration("BENCH_STEERING_CONSOLIDATE_AFTER", 30*time.Second)
+	return SteeringTiming{
+		Timeout:          envDuration("BENCH_SCALE_TIMEOUT", 5*time.Minute),
+		ConsolidateAfter: consolidateAfter,
+		Quiet:            envDuration("BENCH_STEERING_QUIET", consolidateAfter+time.Minute),
+		Settle:           envDuration("BENCH_STEERING_SETTLE", 8*time.Minute),
+	}
+}
+
+// CostSteering runs one workload of n pods (a Deployment per shape; the workload's own count
+// if it has one) on an open NodePool that consolidates, with cost steering on or off (the
+// controller restarted with COST_STEERING), the quota lifted and known and the node daemons on
+// every node. A workload that changes shape rolls its Deployments out to the new shapes once
+// every pod runs. It prices the fleet when every pod first runs, then once it has settled
+// (every pod Running and no NodeClaim or NodeGroup change for the quiet window), against the
+// bound that counts the daemons per node; it reports how many NodeGroups were launched and
+// deleted and the time to every pod Running.
+func (b *Bench) CostSteering(t *testing.T, w Workload, n int, on bool, tm SteeringTiming) *Result {
 	b.RestartOutside(t, With(QuotaKnown, map[string]string{"COST_STEERING": strconv.FormatBool(on)}))
-	s, pool := b.setup(t, consolidateAfter)
+	s, pool := b.setup(t, tm.ConsolidateAfter)
 	b.LiftQuota()
 	cat, err := b.Catalogue()
 	if err != nil {
@@ -117,28 +156,31 @@ func (b *Bench) CostSteering(t *testing.T, w Workload, n int, on bool, timeout, 
 	}
 	bounded := withOverhead(cat, NodeDaemons)
 	win := b.Open(s)
+	if w.Pods > 0 {
+		n = w.Pods
+	}
 	total := 0
+	var deployments []*appsv1.Deployment
 	for i, sh := range w.Shapes {
 		replicas := n / len(w.Shapes)
 		if i < n%len(w.Shapes) {
 			replicas++
 		}
 		total += replicas
-		s.Deployment(sh.Name, pool.Name, int32(replicas), sh.CPU, sh.Mem)
+		deployments = append(deployments, s.Deployment(sh.Name, pool.Name, int32(replicas), sh.CPU, sh.Mem))
 	}
-	ok := win.TL.WaitFor(s.Ctx, timeout, running(total))
+	ok := win.TL.WaitFor(s.Ctx, tm.Timeout, running(total))
 	state := "off"
 	if on {
 		state = "on"
 	}
 	figures := map[string]float64{}
-	var launch *Cost
 	if ok {
 		pods, err := livePods(s.Ctx, b.Env.Client, s.Namespace)
 		if err != nil {
 			t.Fatal(err)
 		}
-		launch = boundedCost(win.TL, pods, cat, bounded)
+		launch := fleetCost(win.TL, pods, cat, bounded)
 		figures["launchFleetHourly"], figures["launchRatio"] = launch.FleetHourly, launch.Ratio
 	}
 	win.TL.Read(func(tl *Timeline) {
@@ -155,38 +197,71 @@ func (b *Bench) CostSteering(t *testing.T, w Workload, n int, on bool, timeout, 
 			figures["firstPodToAllRunningSeconds"] = round3(last.Sub(first).Seconds())
 		}
 	})
-	settled := ok && win.TL.WaitFor(s.Ctx, settle, func(tl *Timeline) bool {
-		return running(total)(tl) && time.Since(tl.lastFleetChange) >= quiet && tl.noneDeleting()
+	figures["timeToRunningSeconds"] = figures["firstPodToAllRunningSeconds"]
+	var changed time.Time
+	if ok && len(w.Then) > 0 {
+		changed = time.Now()
+		for i, d := range deployments {
+			to := w.Then[i]
+			harness.Update(s, d.DeepCopy(), func(cur *appsv1.Deployment) {
+				cur.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse(to.CPU), corev1.ResourceMemory: resource.MustParse(to.Mem),
+				}
+			})
+		}
+		ok = rolledOut(s.Ctx, b.Env.Client, deployments, tm.Timeout) && win.TL.WaitFor(s.Ctx, tm.Timeout, running(total))
+		if ok {
+			figures["changeToAllRunningSeconds"] = round3(time.Since(changed).Seconds())
+			figures["timeToRunningSeconds"] += figures["changeToAllRunningSeconds"]
+		}
+	}
+	// Quiet since the fleet last changed and since the last pod started: a node that joins
+	// late changes no NodeClaim or NodeGroup, but its pods' start is what makes the nodes
+	// around it candidates for consolidation consolidateAfter later.
+	settled := ok && win.TL.WaitFor(s.Ctx, tm.Settle, func(tl *Timeline) bool {
+		return running(total)(tl) && time.Since(tl.lastFleetChange) >= tm.Quiet && time.Since(lastRunning(tl)) >= tm.Quiet && tl.noneDeleting()
 	})
+	shape := ""
+	if len(w.Then) > 0 {
+		shape = ", rolled out to the next shapes once every pod runs"
+	}
 	r := win.Close(fmt.Sprintf("cost-%s-steering-%s", w.Name, state),
-		fmt.Sprintf("%d pods, %s (%s), one Deployment per shape, quota lifted and known, node daemons %s/%s on every node, consolidation after %s, cost steering %s; settled = every pod Running and no NodeClaim/NodeGroup change for %s",
-			total, w.Name, w.Note, NodeDaemons.CPU, NodeDaemons.Mem, consolidateAfter, state, quiet))
+		fmt.Sprintf("%d pods, %s (%s), one Deployment per shape%s, quota lifted and known, node daemons %s/%s on every node, consolidation after %s, cost steering %s; settled = every pod Running and no NodeClaim/NodeGroup change for %s",
+			total, w.Name, w.Note, shape, NodeDaemons.CPU, NodeDaemons.Mem, tm.ConsolidateAfter, state, tm.Quiet))
 	r.Env = map[string]string{"COST_STEERING": strconv.FormatBool(on)}
 	maps.Copy(r.Figures, figures)
 	win.TL.Read(func(tl *Timeline) {
-		launched, replaced := 0, 0
+		launched, deleted, churned := 0, 0, 0
 		for _, g := range tl.Groups {
-			if g.Managed && !g.Created.IsZero() {
-				launched++
-				if !g.Deleting.IsZero() {
-					replaced++
+			if !g.Managed || g.Created.IsZero() {
+				continue
+			}
+			launched++
+			if !g.Deleting.IsZero() {
+				deleted++
+				// A node launched for the workload's new shape and deleted again is churn.
+				if !changed.IsZero() && g.Created.After(changed) {
+					churned++
 				}
 			}
 		}
 		r.Figures["nodeGroupsLaunched"] = float64(launched)
-		r.Figures["nodeGroupsDeleted"] = float64(replaced)
+		r.Figures["nodeGroupsDeleted"] = float64(deleted)
+		if !changed.IsZero() {
+			r.Figures["nodeGroupsLaunchedAfterChangeDeleted"] = float64(churned)
+		}
 	})
 	switch {
 	case !ok:
 		win.TL.Read(func(tl *Timeline) {
 			_, up := countRunning(tl)
-			r.Misses = append(r.Misses, fmt.Sprintf("only %d of %d pods Running within %s", up, total, timeout))
+			r.Misses = append(r.Misses, fmt.Sprintf("only %d of %d pods Running (of the last wave) within %s", up, total, tm.Timeout))
 		})
 	case !settled:
-		r.Misses = append(r.Misses, fmt.Sprintf("the fleet did not settle within %s", settle))
+		r.Misses = append(r.Misses, fmt.Sprintf("the fleet did not settle within %s", tm.Settle))
 	}
 	if pods, err := livePods(s.Ctx, b.Env.Client, s.Namespace); err == nil {
-		r.Cost = boundedCost(win.TL, pods, cat, bounded)
+		r.Cost = fleetCost(win.TL, pods, cat, bounded)
 		r.Notes = append(r.Notes, "bound: each node's allocatable less the node daemons' requests")
 	} else {
 		r.Notes = append(r.Notes, "cost: "+err.Error())
@@ -196,16 +271,81 @@ func (b *Bench) CostSteering(t *testing.T, w Workload, n int, on bool, timeout, 
 	return r
 }
 
-// boundedCost is fleetCost with the bound taken over bounded (the catalogue less each node's
-// daemons) instead of the catalogue.
-func boundedCost(tl *Timeline, pods []corev1.Pod, cat, bounded []FlavorCost) *Cost {
-	c := fleetCost(tl, pods, cat)
-	cpu, mem := resource.MustParse(c.DemandCPU), resource.MustParse(c.DemandMemory)
-	c.Bound = LowerBound(bounded, cpu.MilliValue(), mem.Value(), int64(len(pods)))
-	c.Bound.CostHourly = round4(c.Bound.CostHourly)
-	c.Ratio = 0
-	if c.Bound.CostHourly > 0 {
-		c.Ratio = round3(c.FleetHourly / c.Bound.CostHourly)
+// lastRunning is when the last of the live pods started running.
+func lastRunning(tl *Timeline) time.Time {
+	var last time.Time
+	for _, p := range tl.Pods {
+		if !p.Deleted && p.Running.After(last) {
+			last = p.Running
+		}
 	}
-	return c
+	return last
+}
+
+// rolledOut waits until each Deployment has rolled out its current template: every replica
+// updated and available, no old one left.
+func rolledOut(ctx context.Context, c client.Client, ds []*appsv1.Deployment, timeout time.Duration) bool {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, d := range ds {
+			cur := &appsv1.Deployment{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
+				return false, nil
+			}
+			want := ptr.Deref(cur.Spec.Replicas, 1)
+			st := cur.Status
+			if st.ObservedGeneration < cur.Generation || st.UpdatedReplicas != want || st.AvailableReplicas != want || st.Replicas != want {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return err == nil
+}
+
+// SteeringPair runs a workload with cost steering on, as shipped, then off, and holds the
+// pair to cost steering's targets: on settles within steering.boundRatio × the bound (1.10),
+// costs no more than off, and has every pod Running within steering.timeRatio × off's time
+// (1.05); a workload that changes shape deletes none of the nodes launched for its new shape.
+func (b *Bench) SteeringPair(t *testing.T, w Workload, n int, tm SteeringTiming) {
+	var on, off *Result
+	t.Run("on", func(t *testing.T) { on = b.CostSteering(t, w, n, true, tm) })
+	t.Run("off", func(t *testing.T) { off = b.CostSteering(t, w, n, false, tm) })
+	measure := func(what string) string { return fmt.Sprintf("cost steering, %s: %s", w.Name, what) }
+	maxRatio := b.Threshold("steering.boundRatio", 1.10)
+	maxTime := b.Threshold("steering.timeRatio", 1.05)
+	checks := map[string]string{
+		measure("settled fleet / bound, steering on"):   fmt.Sprintf("≤ %g", maxRatio),
+		measure("settled fleet, steering on vs off"):    "on ≤ off",
+		measure("time to every pod Running, on vs off"): fmt.Sprintf("on ≤ %g × off", maxTime),
+	}
+	if len(w.Then) > 0 {
+		checks[measure("nodes for the new shape deleted, steering on")] = "0"
+	}
+	if on == nil || off == nil || on.Cost == nil || off.Cost == nil {
+		for m, target := range checks {
+			b.Unmeasured(m, target, "cost-"+w.Name, "a run has no cost figures")
+		}
+		return
+	}
+	for _, r := range []*Result{on, off} {
+		t.Logf("%s: settled fleet %.4f €/h %v, bound %.4f %v, ratio %.3f (at launch %.3f), %v NodeGroups launched, %v deleted, all Running in %vs",
+			r.Name, r.Cost.FleetHourly, r.Cost.Fleet, r.Cost.Bound.CostHourly, r.Cost.Bound.Fleet, r.Cost.Ratio, r.Figures["launchRatio"],
+			r.Figures["nodeGroupsLaunched"], r.Figures["nodeGroupsDeleted"], r.Figures["timeToRunningSeconds"])
+	}
+	fleet := func(r *Result) string {
+		return fmt.Sprintf("%.4f €/h %v (%.3f × bound, %v NodeGroups launched, %v deleted)", r.Cost.FleetHourly, r.Cost.Fleet, r.Cost.Ratio, r.Figures["nodeGroupsLaunched"], r.Figures["nodeGroupsDeleted"])
+	}
+	clean := len(on.Misses) == 0 && len(off.Misses) == 0
+	m := measure("settled fleet / bound, steering on")
+	b.Check(m, checks[m], on.Name, fmt.Sprintf("%.3f (bound %.4f €/h %v)", on.Cost.Ratio, on.Cost.Bound.CostHourly, on.Cost.Bound.Fleet), clean && on.Cost.Ratio <= maxRatio)
+	m = measure("settled fleet, steering on vs off")
+	b.Check(m, checks[m], on.Name, "on "+fleet(on)+"; off "+fleet(off), clean && on.Cost.FleetHourly <= off.Cost.FleetHourly+1e-9)
+	m = measure("time to every pod Running, on vs off")
+	tOn, tOff := on.Figures["timeToRunningSeconds"], off.Figures["timeToRunningSeconds"]
+	b.Check(m, checks[m], on.Name, fmt.Sprintf("on %.1f s, off %.1f s (%.2f ×)", tOn, tOff, tOn/max(tOff, 1e-9)), clean && tOn > 0 && tOn <= maxTime*tOff)
+	if len(w.Then) > 0 {
+		m = measure("nodes for the new shape deleted, steering on")
+		churn := on.Figures["nodeGroupsLaunchedAfterChangeDeleted"]
+		b.Check(m, checks[m], on.Name, fmt.Sprintf("%.0f (off: %.0f)", churn, off.Figures["nodeGroupsLaunchedAfterChangeDeleted"]), clean && churn == 0)
+	}
 }
