@@ -240,11 +240,7 @@ func (b *Bench) BurstAndConsolidation(t *testing.T, quiet, settle time.Duration,
 	suffix := ""
 	if onDemand {
 		suffix = "-on-demand"
-		opts = append(opts, func(np *karpv1.NodePool) {
-			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
-				Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand},
-			})
-		})
+		opts = append(opts, harness.OnDemand)
 	}
 	pool := s.NodePool("", class, nil, 20*time.Second, opts...)
 	b.LiftQuota()

@@ -135,8 +135,8 @@ func tearDown(s *harness.Scenario, pool string, ds ...*appsv1.Deployment) {
 
 // A pod that needs a large flavor still gets it among steered CPU-heavy pods: 24 pods of
 // 1 CPU / 512Mi arrive with one pod of 13 CPU (more than an L's 12) and one of 28Gi (more than
-// an L's memory). Every pod runs, each large pod on an XL; once they are placed, 16 more
-// CPU-heavy pods get new NodeGroups of the 2XS only.
+// an L's memory). Every pod runs, each large pod on an XL; once they are placed, CPU-heavy pods
+// beyond the room the first nodes left (16 more than fit) get new NodeGroups of the 2XS only.
 func TestPodNeedingALargeFlavorStillGetsIt(t *testing.T) {
 	s := harness.NewScenario(t, env)
 	pool, groups := openPool(s, time.Hour)
