@@ -216,7 +216,7 @@ func (b *Bench) suite(t *testing.T, run profileRun) {
 	}
 	// Every cost workload with cost steering on, as shipped, and off, side by side
 	// (docs/cost.md); make bench-steering runs these alone.
-	if envInt("BENCH_STEERING", 1) != 0 {
+	if os.Getenv("BENCH_STEERING") != "0" {
 		t.Run("cost-steering", func(t *testing.T) { b.steering(t, func(Workload) bool { return true }) })
 	}
 }

@@ -25,11 +25,3 @@ func envDuration(name string, def time.Duration) time.Duration {
 	}
 	return def
 }
-
-// envFloat reads a positive number knob with a default.
-func envFloat(name string, def float64) float64 {
-	if v, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
