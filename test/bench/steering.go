@@ -124,20 +124,6 @@ type SteeringTiming struct {
 	Quiet, Settle time.Duration
 }
 
-// steeringTiming reads the cost steering runs' timing from the environment. The quiet window
-// outlasts what consolidation takes to act on a node: consolidateAfter from the node's last
-// pod event, then up to 10 s until core's disruption loop looks and 15 s for it to validate
-// its decision, so a fleet is never priced just before consolidation would have changed it.
-func steeringTiming() SteeringTiming {
-	consolidateAfter := envDuration("BENCH_STEERING_CONSOLIDATE_AFTER", 30*time.Second)
-	return SteeringTiming{
-		Timeout:          envDuration("BENCH_SCALE_TIMEOUT", 5*time.Minute),
-		ConsolidateAfter: consolidateAfter,
-		Quiet:            envDuration("BENCH_STEERING_QUIET", consolidateAfter+time.Minute),
-		Settle:           envDuration("BENCH_STEERING_SETTLE", 8*time.Minute),
-	}
-}
-
 // CostSteering runs one workload of n pods (a Deployment per shape; the workload's own count
 // if it has one) on a NodePool open to every flavor, on-demand, that consolidates, with cost steering on or off (the
 // controller restarted with COST_STEERING), the quota lifted and known and the node daemons on

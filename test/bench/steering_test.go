@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCostSteering runs each cost workload (CostWorkloads; BENCH_STEERING_WORKLOADS picks
@@ -64,4 +65,18 @@ func startOneProfile(t *testing.T) *Bench {
 	b := start(t, profile)
 	b.Out = outDir(t.TempDir())
 	return b
+}
+
+// steeringTiming reads the cost steering runs' timing from the environment. The quiet window
+// outlasts what consolidation takes to act on a node: consolidateAfter from the node's last
+// pod event, then up to 10 s until core's disruption loop looks and 15 s for it to validate
+// its decision, so a fleet is never priced just before consolidation would have changed it.
+func steeringTiming() SteeringTiming {
+	consolidateAfter := envDuration("BENCH_STEERING_CONSOLIDATE_AFTER", 30*time.Second)
+	return SteeringTiming{
+		Timeout:          envDuration("BENCH_SCALE_TIMEOUT", 5*time.Minute),
+		ConsolidateAfter: consolidateAfter,
+		Quiet:            envDuration("BENCH_STEERING_QUIET", consolidateAfter+time.Minute),
+		Settle:           envDuration("BENCH_STEERING_SETTLE", 8*time.Minute),
+	}
 }
