@@ -19,7 +19,7 @@ var (
 	}, []string{"nodepool"})
 	expectedHourly = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: subsystem, Name: "expected_fleet_hourly_cost",
-		Help: "What the last cost-steering decision expected the pending pods' new nodes to cost per hour, with the flavors it offered (offer=steered) and with every flavor the quota leaves (offer=unsteered); zero when cost steering did not narrow the offer.",
+		Help: "What the last cost-steering decision expected the pending pods' new nodes to cost per hour, with the flavors it offered (offer=steered) and with every flavor the quota leaves (offer=unsteered); zero when cost steering did not narrow the offer. It prices every pending pod, those that nodes still joining will take included, so a pass that comes before the previous pass's nodes join reads high.",
 	}, []string{"nodepool", "offer"})
 )
 
