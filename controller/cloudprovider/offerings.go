@@ -32,9 +32,21 @@ import (
 // pending pods in it; else, with cost steering on, those whose packing would cost more for the
 // pending pods than a fleet of smaller, better-shaped nodes.
 func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
-	its, blocked, headroom := c.instanceTypes(nodePool != nil && hasMinValues(nodePool))
+	anySize := nodePool != nil && hasMinValues(nodePool)
+	its, blocked, headroom := c.instanceTypes(anySize)
 	if nodePool != nil {
-		if d, hidden, h := c.steer(ctx, nodePool, its, headroom); len(hidden) > 0 {
+		d, hidden, h := c.steer(ctx, nodePool, its, headroom)
+		// The steering's look at the pending pods bounds probes to the smallest flavor one of
+		// them can use (ProbeAtMost). What that rules out now is what Create will refuse: left
+		// offered, core packs a small pod beside a large one onto the large flavor pass after
+		// pass, each pass coming once the last look's bound has lapsed, and the small pod never
+		// gets its probe.
+		_, now, _ := c.instanceTypes(anySize)
+		if newly := slices.DeleteFunc(now, func(name string) bool { return slices.Contains(blocked, name) }); len(newly) > 0 {
+			its = unavailableFlavors(its, newly)
+			blocked = append(blocked, newly...)
+		}
+		if len(hidden) > 0 {
 			its = unavailableFlavors(its, hidden)
 			if d.Reason == steering.QuotaHeadroom || d.Reason == steering.AssumedQuota {
 				blocked = append(blocked, hidden...)

@@ -261,3 +261,25 @@ func TestAPodWaitingOnTheQuotaIsToldWhyAndUntilWhen(t *testing.T) {
 	quotaOffered(g, f, pool)
 	g.Expect(drainEvents(f.events)).NotTo(ContainElement(ContainSubstring(provider.ReasonWaitingOnQuota)))
 }
+
+// While the quota is not known, a probe beyond CKE's default is the smallest flavor a pending
+// pod can use, and the pass's own look at the pods sets that ceiling: a flavor beyond it is not
+// offered on that very pass. Offered, core packs a 1-vCPU pod beside a 13-vCPU one onto the XL,
+// Create refuses the XL as a probe larger than the 2XS, and the next pass, ten seconds later
+// when the ceiling from the last look has lapsed, does the same: the small pod never runs.
+func TestAFlavorBeyondTheProbeCeilingIsNotOfferedOnThePassThatSetsIt(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, g, time.Minute)
+	f.provider.SetCostSteering(false)
+	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "probe-ceiling"}}
+	f.quota.Record(controlPlane)
+	pendingPodsNamed(t, g, "needs-an-xl", 1, "13", "1Gi")
+	pendingPodsNamed(t, g, "small", 1, "1", "1Gi")
+
+	for pass := range 3 {
+		offered := quotaOffered(g, f, pool)
+		g.Expect(offered).To(HaveKeyWithValue("2XS", true), "pass %d: the small pod's probe", pass)
+		g.Expect(offered).To(HaveKeyWithValue("XL", false), "pass %d: beyond the 2XS a probe may be", pass)
+		f.clock.Step(11 * time.Second) // core's passes come every 10 s while pods wait
+	}
+}
