@@ -41,7 +41,7 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.N
 		// offered, core packs a small pod beside a large one onto the large flavor pass after
 		// pass, each pass coming once the last look's bound has lapsed, and the small pod never
 		// gets its probe.
-		_, now, _ := c.instanceTypes(anySize)
+		now, _ := c.blockedFlavors(anySize)
 		if newly := slices.DeleteFunc(now, func(name string) bool { return slices.Contains(blocked, name) }); len(newly) > 0 {
 			its = unavailableFlavors(its, newly)
 			blocked = append(blocked, newly...)
@@ -65,20 +65,26 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.N
 // anySize (a pool or claim with minValues), a probe may be any flavor, not only the smallest a
 // pending pod can use.
 func (c *CloudProvider) instanceTypes(anySize bool) ([]*cloudprovider.InstanceType, []string, quota.Usage) {
+	blocked, headroom := c.blockedFlavors(anySize)
+	return unavailableFlavors(c.catalog.InstanceTypes(), blocked), blocked, headroom
+}
+
+// blockedFlavors names the flavors instanceTypes offers as unavailable and the headroom they
+// were judged against, without copying any instance type.
+func (c *CloudProvider) blockedFlavors(anySize bool) ([]string, quota.Usage) {
 	blockedBy := c.quota.Blocked
 	if anySize {
 		blockedBy = c.quota.BlockedAnySize
 	}
-	its := c.catalog.InstanceTypes()
 	marked := c.rejected.snapshot()
 	headroom, limited := c.quota.Headroom()
 	var blocked []string
-	for _, it := range its {
+	for _, it := range c.catalog.InstanceTypes() {
 		if marked[it.Name] || (limited && !c.fits(it.Name, headroom)) || blockedBy(c.size(it.Name)) {
 			blocked = append(blocked, it.Name)
 		}
 	}
-	return unavailableFlavors(its, blocked), blocked, headroom
+	return blocked, headroom
 }
 
 // unavailableFlavors returns its with every offering of the named flavors unavailable. The
