@@ -178,6 +178,7 @@ func runOperator(parent context.Context, cfg settings.Settings, cat *catalog.Cat
 	provider := cloudprovider.New(op.GetClient(), groups, cat, op.InstanceTypeStore, tracker, op.EventRecorder, op.Clock, cfg.AcceptanceTimeout.Duration)
 	provider.SetBatchIdleDuration(cfg.BatchIdleDuration.Duration)
 	provider.SetCostSteering(cfg.CostSteering)
+	provider.SetCostReplacement(cfg.CostReplacement.Enabled, cfg.CostReplacement.MinNodeAge.Duration)
 	undecorated := metrics.Decorate(provider)
 	cloudProvider := overlay.Decorate(undecorated, op.GetClient(), op.InstanceTypeStore)
 	repairPolicies := lo.Must(health.NewRepairPolicyMatcher(ctx, cloudProvider))

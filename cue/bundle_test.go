@@ -375,6 +375,9 @@ settings:
   batchMaxDuration: 20s
   batchIdleDuration: 2s
   costSteering: false
+  costReplacement:
+    enabled: false
+    minNodeAge: 3h
   featureGates: NodeRepair=true,NodeOverlay=true
   acceptanceTimeout: 2m
   syncOverdueAfter: 5m
@@ -395,6 +398,7 @@ settings:
 		BatchMaxDuration:         settings.Duration{Duration: 20 * time.Second},
 		BatchIdleDuration:        settings.Duration{Duration: 2 * time.Second},
 		CostSteering:             false,
+		CostReplacement:          settings.CostReplacement{Enabled: false, MinNodeAge: settings.Duration{Duration: 3 * time.Hour}},
 		FeatureGates:             "NodeRepair=true,NodeOverlay=true",
 		AcceptanceTimeout:        settings.Duration{Duration: 2 * time.Minute},
 		SyncOverdueAfter:         settings.Duration{Duration: 5 * time.Minute},

@@ -359,18 +359,26 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) 
 	if it, ok := c.catalog.Get(group.Spec.Flavor); !ok || len(it.Offerings.Available()) == 0 {
 		return DriftReasonFlavorRetired, nil
 	}
+	if reason := c.classDrift(claim, group, class); reason != "" {
+		return reason, nil
+	}
+	return c.illShaped(ctx, claim, group.Spec.Flavor)
+}
+
+// classDrift says whether the group's CleverNodeClass changed since it was built.
+func (c *CloudProvider) classDrift(claim *karpv1.NodeClaim, group *ngv1.NodeGroup, class *v1alpha1.CleverNodeClass) cloudprovider.DriftReason {
 	if _, ours := group.Annotations[v1alpha1.AnnotationNodeClassHashVersion]; !ours {
 		if _, upstream := group.Annotations[v1alpha1.UpstreamAnnotationNodeClassHash]; upstream {
-			return c.upstreamDrift(claim, group, class), nil
+			return c.upstreamDrift(claim, group, class)
 		}
 	}
 	if group.Annotations[v1alpha1.AnnotationNodeClassHashVersion] != v1alpha1.NodeClassHashVersion {
-		return "", nil // hashed by another scheme: not comparable, and not worth a fleet roll
+		return "" // hashed by another scheme: not comparable, and not worth a fleet roll
 	}
 	if group.Annotations[v1alpha1.AnnotationNodeClassHash] != class.Hash() {
-		return DriftReasonNodeClass, nil
+		return DriftReasonNodeClass
 	}
-	return "", nil
+	return ""
 }
 
 // upstreamDrift judges a group adopted from the upstream provider by upstream's own stamp,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/nodegroup"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/steering"
 )
 
 // Event reasons are part of the product's interface: users alert on them. Do not rename.
@@ -37,6 +38,9 @@ const (
 	// ReasonLegacyLabels: a group adopted from the upstream provider carries keys Karpenter or
 	// the provider own in its immutable spec.labels.
 	ReasonLegacyLabels = "NodeGroupLegacyLabels"
+	// ReasonIllShaped: the node's pods would cost less on smaller nodes of their shape; it is
+	// reported drifted, and Karpenter's drift replaces it.
+	ReasonIllShaped = "IllShapedForItsPods"
 )
 
 // adoptedDedupe is how long the adoption reports stay quiet once published: they describe a
@@ -51,6 +55,18 @@ func upstreamHashUnknown(claim *karpv1.NodeClaim, group, version string) events.
 		Message: fmt.Sprintf("NodeGroup %s, adopted from the upstream provider, is stamped with CleverNodeClass hash version %q, which this provider cannot reproduce: a class change does not drift it; replace it by deleting this NodeClaim when convenient",
 			group, version),
 		DedupeValues:  []string{string(claim.UID), version},
+		DedupeTimeout: adoptedDedupe,
+	}
+}
+
+func illShapedNode(claim *karpv1.NodeClaim, flavor string, hourly float64, pods int, fleet steering.Fleet) events.Event {
+	return events.Event{
+		InvolvedObject: claim,
+		Type:           corev1.EventTypeNormal,
+		Reason:         ReasonIllShaped,
+		Message: fmt.Sprintf("Its %d pods would cost %.4f EUR/h on %d smaller nodes of their shape, against %.4f EUR/h for this %s: reported drifted (IllShaped), so Karpenter's drift replaces it within the NodePool's disruption budgets (settings.costReplacement)",
+			pods, fleet.Hourly, fleet.Nodes, hourly, flavor),
+		DedupeValues:  []string{string(claim.UID)},
 		DedupeTimeout: adoptedDedupe,
 	}
 }

@@ -130,7 +130,10 @@ type pendingLook struct {
 	ttl time.Duration
 	// costOff turns cost steering off (settings.costSteering false).
 	costOff bool
-	at      time.Time
+	// replaceAfter is how long a node runs before it may be replaced for its shape; zero
+	// replaces none (settings.costReplacement).
+	replaceAfter time.Duration
+	at           time.Time
 	pendingLookResult
 	// decided are the decisions, by NodePool, with the quota view they were made against,
 	// until the next look at the pods.
@@ -186,9 +189,41 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 	if d, ok := s.decided[pool.Name]; ok && d.headroom == headroom && d.view == view {
 		return d.decision, d.hidden, headroom
 	}
+	flavors, all := c.poolFlavors(pool, its)
+	demands := make([]steering.Demand, len(s.pending))
+	for i, p := range s.pending {
+		demands[i] = p.Demand
+	}
+	if view != steering.QuotaOpen {
+		if smallest, ok := steering.SmallestWanted(all, demands, s.overhead); ok {
+			c.quota.ProbeAtMost(smallest)
+		}
+		c.reportWaitingOnQuota(pool, all, demands, s.pods, s.overhead, headroom)
+	}
+	// The pods of nodes being replaced for their shape are planned for with the pending ones:
+	// the replacement's scheduling simulation asks for this offer too, and is steered by it.
+	planned := poolPods(pool, append(slices.Clip(s.pending), s.moving...), append(slices.Clip(s.constraints), s.movingConstraints...))
+	d := steering.Decide(steering.Input{
+		Flavors: flavors, Pods: s.pending, PoolPods: planned, Overhead: s.overhead,
+		Quota: view, Headroom: headroom, Cost: !s.costOff && !minValues,
+	})
+	hidden := d.Hidden(flavors)
+	s.decided[pool.Name] = decided{headroom: headroom, view: view, decision: d, hidden: hidden}
+	steering.Record(pool.Name, d, len(hidden))
+	if d.Reason != steering.Unsteered {
+		log.FromContext(ctx).V(1).Info("steering the scheduling pass", "nodepool", pool.Name, "reason", string(d.Reason),
+			"offered", d.Keep, "hidden", hidden, "pendingPods", len(s.pending), "movingPods", len(s.moving),
+			"expectedNodes", d.Steered.Nodes, "expectedHourly", d.Steered.Hourly,
+			"unsteeredNodes", d.Unsteered.Nodes, "unsteeredHourly", d.Unsteered.Hourly)
+	}
+	return d, hidden, headroom
+}
+
+// poolFlavors are the pool's flavors that its requirements allow: offered, those available
+// (priced by their cheapest available offering), and all, offered or not (what a pod can use
+// at all).
+func (c *CloudProvider) poolFlavors(pool *karpv1.NodePool, its []*cloudprovider.InstanceType) (offered, all []steering.Flavor) {
 	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(pool.Spec.Template.Spec.Requirements...)
-	// all are the pool's flavors, offered or not: what a pending pod can use at all.
-	var flavors, all []steering.Flavor
 	for _, it := range its {
 		if !reqs.IsCompatible(it.Requirements, scheduling.AllowUndefinedWellKnownLabels) {
 			continue
@@ -201,33 +236,10 @@ func (c *CloudProvider) steer(ctx context.Context, pool *karpv1.NodePool, its []
 		all = append(all, f)
 		if available := it.Offerings.Available(); len(available) > 0 {
 			f.Price = available.Cheapest().Price
-			flavors = append(flavors, f)
+			offered = append(offered, f)
 		}
 	}
-	demands := make([]steering.Demand, len(s.pending))
-	for i, p := range s.pending {
-		demands[i] = p.Demand
-	}
-	if view != steering.QuotaOpen {
-		if smallest, ok := steering.SmallestWanted(all, demands, s.overhead); ok {
-			c.quota.ProbeAtMost(smallest)
-		}
-		c.reportWaitingOnQuota(pool, all, demands, s.pods, s.overhead, headroom)
-	}
-	d := steering.Decide(steering.Input{
-		Flavors: flavors, Pods: s.pending, PoolPods: poolPods(pool, s.pending, s.constraints), Overhead: s.overhead,
-		Quota: view, Headroom: headroom, Cost: !s.costOff && !minValues,
-	})
-	hidden := d.Hidden(flavors)
-	s.decided[pool.Name] = decided{headroom: headroom, view: view, decision: d, hidden: hidden}
-	steering.Record(pool.Name, d, len(hidden))
-	if d.Reason != steering.Unsteered {
-		log.FromContext(ctx).V(1).Info("steering the scheduling pass", "nodepool", pool.Name, "reason", string(d.Reason),
-			"offered", d.Keep, "hidden", hidden, "pendingPods", len(s.pending),
-			"expectedNodes", d.Steered.Nodes, "expectedHourly", d.Steered.Hourly,
-			"unsteeredNodes", d.Unsteered.Nodes, "unsteeredHourly", d.Unsteered.Hourly)
-	}
-	return d, hidden, headroom
+	return offered, all
 }
 
 // SetCostSteering turns cost steering on (the default) or off (settings.costSteering).
@@ -268,7 +280,11 @@ type pendingLookResult struct {
 	// constraints are what decides which NodePools can take each pending pod, in the order
 	// of pending.
 	constraints []podConstraints
-	overhead    steering.Demand
+	// moving are the pods of nodes reported drifted for their shape (DriftReasonIllShaped),
+	// with what decides which NodePools can take them: pods Karpenter's drift will move.
+	moving            []steering.Pod
+	movingConstraints []podConstraints
+	overhead          steering.Demand
 }
 
 // pendingDemand lists, through the cache, the pods waiting for new capacity (as Karpenter
@@ -281,6 +297,7 @@ func pendingDemand(ctx context.Context, kube client.Client, its []*cloudprovider
 	if err := kube.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
 		return look, fmt.Errorf("listing pods: %w", err)
 	}
+	illShaped := illShapedNodes(ctx, kube)
 	daemons := map[string]steering.Demand{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -288,6 +305,9 @@ func pendingDemand(ctx context.Context, kube client.Client, its []*cloudprovider
 			continue
 		}
 		switch {
+		case illShaped[p.Spec.NodeName] && podutils.IsReschedulable(p):
+			look.moving = append(look.moving, steering.Pod{Demand: demandOf(p), Allowed: allowedFlavors(p, its)})
+			look.movingConstraints = append(look.movingConstraints, podConstraints{requirements: scheduling.NewStrictPodRequirements(p), tolerations: p.Spec.Tolerations})
 		case podutils.IsProvisionable(p):
 			look.pending = append(look.pending, steering.Pod{Demand: demandOf(p), Allowed: allowedFlavors(p, its)})
 			// Only what an event names: the cache's pod is shared.

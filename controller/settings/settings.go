@@ -53,6 +53,8 @@ type Settings struct {
 	// and which is paid for all the same (docs/cost.md). A flavor a pending pod needs is never
 	// hidden. Turn it off to let Karpenter choose among every flavor, as it does on its own.
 	CostSteering bool `json:"costSteering" env:"COST_STEERING" default:"true"`
+	// CostReplacement replaces a running node whose shape costs more than its pods need.
+	CostReplacement CostReplacement `json:"costReplacement"`
 	// FeatureGates are Karpenter's feature gates, as Name=bool pairs separated by commas.
 	// Gates left out keep Karpenter's defaults.
 	FeatureGates string `json:"featureGates" env:"FEATURE_GATES" default:"NodeRepair=false" pattern:"^([A-Za-z]+=(true|false)(,[A-Za-z]+=(true|false))*)?$"`
@@ -97,6 +99,26 @@ type Settings struct {
 	// accepted launch proves the use it brings fits, a refused one rules that use out), or
 	// read from a refusal's message on a cluster whose operator still writes one.
 	Quota Quota `json:"quota"`
+}
+
+// CostReplacement is the provider's part of consolidation: Karpenter replaces a node with
+// one cheaper node, never with several smaller ones, so a node that filled up the largest
+// flavor with pods that fit smaller, better-shaped flavors stays as it is (docs/cost.md).
+// Such a node is reported drifted (reason IllShaped), and Karpenter's drift replaces it: its
+// disruption budgets, do-not-disrupt and the NodePool's consolidateAfter apply, and only pools
+// that consolidate when underutilized (consolidationPolicy WhenEmptyOrUnderutilized) and are
+// cost-steered have their nodes replaced.
+type CostReplacement struct {
+	// Enabled lets the provider report a node drifted, reason IllShaped, when the pods it runs
+	// would cost at least a tenth less on the smaller nodes cost steering offers them: core's
+	// consolidation replaces a node with one cheaper node, never with several (docs/cost.md).
+	// Karpenter's drift then replaces it, within the NodePool's disruption budgets and
+	// do-not-disrupt, and only in pools that consolidate when underutilized, once their
+	// consolidateAfter has passed. It needs CostSteering, whose offer the replacement takes.
+	Enabled bool `json:"enabled" env:"COST_REPLACEMENT_ENABLED" default:"true"`
+	// MinNodeAge is how long a node runs before it may be replaced for its shape, so that no
+	// node, a replacement included, is replaced for its shape within that time of its launch.
+	MinNodeAge Duration `json:"minNodeAge" env:"COST_REPLACEMENT_MIN_NODE_AGE" default:"1h"`
 }
 
 // Quota is the organisation quota CKE enforces on the sum of every node.

@@ -3,6 +3,8 @@ package steering
 import (
 	"cmp"
 	"slices"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/quota"
 )
 
 // NodeCountTolerance is how much dearer, as a fraction of the cheapest, an offer may be and
@@ -24,6 +26,8 @@ type Fleet struct {
 	Nodes int
 	// Hourly is the fleet's price per hour.
 	Hourly float64
+	// Size is what the fleet's nodes charge to the quota.
+	Size quota.Usage
 }
 
 // Cost chooses the flavors to offer so that Karpenter's packing of the pending pods yields the
@@ -202,6 +206,7 @@ func plan(flavors []Flavor, offer []bool, pods []Pod, overhead Demand) Fleet {
 		}
 		fleet.Nodes++
 		fleet.Hourly += flavors[cheapest].Price
+		fleet.Size = fleet.Size.Add(flavors[cheapest].Size)
 	}
 	return fleet
 }

@@ -11,6 +11,10 @@
 //   - the bill: among what the quota leaves, the flavors whose packing yields the cheapest
 //     fleet for the pending pods (Cost).
 //
+// The same packing model judges a running node (Replace): when its pods would cost much less
+// on the nodes Cost offers them, the provider reports it drifted, and its pods are planned for
+// with the pending ones until Karpenter's drift has replaced it.
+//
 // Nothing here reads the cluster: the caller (the cloud provider's offerings) gathers the
 // pods and flavors and applies the decision.
 package steering

@@ -74,9 +74,17 @@ func Settings(root string) ([]Setting, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("settings without a doc comment: %s", strings.Join(missing, ", "))
 	}
-	// A field's doc names other fields by their Go names: name them as a user sets them.
+	// A field's doc names other fields by their Go names: name them as a user sets them. A
+	// name two structs share (Enabled) names the field beside it.
+	named := map[string]int{}
+	for _, o := range out {
+		named[types[o.Env].Name]++
+	}
 	for i := range out {
 		for _, o := range out {
+			if named[types[o.Env].Name] > 1 && owners[o.Env] != owners[out[i].Env] {
+				continue
+			}
 			re := regexp.MustCompile(`\b` + types[o.Env].Name + `\b`)
 			out[i].Doc = re.ReplaceAllString(out[i].Doc, "`"+o.Env+"`")
 		}

@@ -1,8 +1,10 @@
 package steering
 
 import (
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/cloudprovider"
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/steering"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
@@ -288,6 +292,81 @@ func TestShapeChangeConvergesWithoutChurn(t *testing.T) {
 		}
 		Expect(about).To(BeEmpty(), "Karpenter's %s events:\n%s", reason, strings.Join(about, "\n"))
 	}
+}
+
+// A node that core filled with pods of another shape is replaced by cheaper nodes of theirs:
+// the CPU-heavy burst is packed with steering off (an XL and an S, as core alone does), then
+// the controller restarts as shipped but for the replacement's minimum node age (1 s in place
+// of an hour: core asks whether a node drifted when its NodeClaim changes and every 5 minutes,
+// so a node that comes of age between two checks waits for the next). The provider reports both nodes drifted (IllShaped), and Karpenter's drift
+// replaces them with 2XS, which hold the same pods for at least steering.ReplaceSaving less.
+// Each pod moves once: no node launched by the replacement is deleted.
+func TestAnIllShapedNodeIsReplacedByCheaperNodes(t *testing.T) {
+	s := harness.NewScenario(t, env)
+	pool, groups := openPool(s, 5*time.Second)
+	reasons := map[string]string{}
+	var mu sync.Mutex
+	_, claimWatch, err := harness.Record(s.Ctx, env.Client, &karpv1.NodeClaimList{}, func(ev harness.Event) {
+		c, ok := ev.Object.(*karpv1.NodeClaim)
+		if !ok {
+			return
+		}
+		if cond := c.StatusConditions().Get(karpv1.ConditionTypeDrifted); cond.IsTrue() {
+			mu.Lock()
+			reasons[c.Name] = cond.Reason
+			mu.Unlock()
+		}
+	}, client.MatchingLabels{karpv1.NodePoolLabelKey: pool.Name})
+	Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = claimWatch.Stop() })
+	quotaRaised := map[string]string{"CLEVER_CLOUD_QUOTA_CPU": "200", "CLEVER_CLOUD_QUOTA_MEMORY_GB": "200"}
+
+	s.RestartController(mergeEnv(quotaRaised, map[string]string{"COST_STEERING": "false"}))
+	s.WaitPoolsReady(pool.Name)
+	d := s.Deployment("cpu-heavy", pool.Name, cpuHeavyPods, cpuHeavyCPU, cpuHeavyMemory)
+	s.WaitRunning(d, cpuHeavyPods, burstTimeout)
+	packed := harness.FlavorsOfRecords(groups.All())
+	Expect(packed).To(ConsistOf("XL", "S"), "core packs the burst onto the largest flavor:\n%s", groups)
+	before := hourly(s, packed)
+	n := len(groups.All())
+
+	s.RestartController(mergeEnv(quotaRaised, map[string]string{"COST_REPLACEMENT_MIN_NODE_AGE": "1s"}))
+	s.WaitPoolsReady(pool.Name)
+	start := time.Now()
+	var live []string
+	Eventually(func(g Gomega) {
+		live = nil
+		for _, r := range groups.All() {
+			if r.Deleted.IsZero() {
+				live = append(live, r.Flavor)
+			}
+		}
+		g.Expect(live).To(HaveEach("2XS"), "the pool's nodes")
+		count, running := s.RunningPods(d)
+		g.Expect(count).To(Equal(cpuHeavyPods))
+		g.Expect(podFlavors(s, running)).To(HaveEach("2XS"))
+	}).WithTimeout(2 * burstTimeout).WithPolling(2 * time.Second).Should(Succeed())
+	after := hourly(s, live)
+	replacements := since(groups.All(), n)
+	t.Logf("packed %v (%.4f EUR/h); replaced in %s by %v (%.4f EUR/h); drift reasons %v", packed, before,
+		time.Since(start).Round(time.Second), harness.FlavorsOfRecords(replacements), after, reasons)
+	Expect(after).To(BeNumerically("<=", before*(1-steering.ReplaceSaving)), "the replacement saves what it promised")
+	mu.Lock()
+	Expect(slices.Collect(maps.Values(reasons))).To(HaveEach(Equal(string(cloudprovider.DriftReasonIllShaped))), "why Karpenter replaced them")
+	Expect(reasons).To(HaveLen(2), "the XL and the S reported drifted")
+	mu.Unlock()
+	for _, r := range replacements {
+		Expect(r.Deleted.IsZero()).To(BeTrue(), "replacement group %s (%s) deleted: a pod moved twice", r.Name, r.Flavor)
+	}
+}
+
+// mergeEnv returns the variables of every map, later maps winning.
+func mergeEnv(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		maps.Copy(out, m)
+	}
+	return out
 }
 
 // A pod whose node selector asks for a flavor gets it among steered CPU-heavy pods: one pod
