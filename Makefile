@@ -144,6 +144,10 @@ STEERING_PROFILE ?= fast
 bench-steering: sim-bin build ## Run each cost workload with cost steering on and off (STEERING_PROFILE fast or live, ~1 h); writes docs/bench/steering-$(STEERING_PROFILE)/.
 	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) BENCH_OUT=docs/bench/steering-$(STEERING_PROFILE) BENCH_PROFILE=$(STEERING_PROFILE) go test -tags bench -count=1 -timeout 150m -run 'TestCostSteering$$' -v ./test/bench
 
+.PHONY: bench-replacement
+bench-replacement: sim-bin build ## Run the replacement of ill-shaped nodes on fleets core packed alone (STEERING_PROFILE, ~30 min); writes docs/bench/replacement-$(STEERING_PROFILE)/.
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) BENCH_OUT=docs/bench/replacement-$(STEERING_PROFILE) BENCH_PROFILE=$(STEERING_PROFILE) go test -tags bench -count=1 -timeout 120m -run 'TestCostReplacement$$' -v ./test/bench
+
 .PHONY: bench-smoke
 bench-smoke: sim-bin build ## One tiny benchmark scenario on the fast profile (< 1 min), report in bin/bench-smoke/.
 	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) BENCH_OUT=bin/bench-smoke go test -count=1 -timeout 5m -run 'TestSmoke$$' -v ./test/bench

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -218,6 +219,11 @@ func (b *Bench) suite(t *testing.T, run profileRun) {
 	// (docs/cost.md); make bench-steering runs these alone.
 	if os.Getenv("BENCH_STEERING") != "0" {
 		t.Run("cost-steering", func(t *testing.T) { b.steering(t, func(Workload) bool { return true }) })
+		// The replacement of ill-shaped nodes on fleets core packed alone; make
+		// bench-replacement runs these alone.
+		t.Run("cost-replacement", func(t *testing.T) {
+			b.replacement(t, func(w Workload) bool { return slices.Contains(ReplacementWorkloads, w.Name) })
+		})
 	}
 }
 

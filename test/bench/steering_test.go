@@ -32,9 +32,43 @@ func TestCostSteering(t *testing.T) {
 	})
 }
 
-// steering runs the cost workloads that pick accepts with steering on and off, the node
-// daemons on every node.
-func (b *Bench) steering(t *testing.T, pick func(Workload) bool) {
+// TestCostReplacement runs the provider's replacement of ill-shaped nodes (CostReplacement)
+// on the workloads core alone packs onto nodes of another shape (ReplacementWorkloads;
+// BENCH_STEERING_WORKLOADS picks others by name), on one profile, with the cost steering
+// runs' pods, timing and node daemons, and holds each to its targets: the fleet after the
+// replacement costs no more than the one core packed, and no node it launched is deleted again.
+func TestCostReplacement(t *testing.T) {
+	b := startOneProfile(t)
+	defer b.write(t, b.Out)
+	defer func() {
+		for _, m := range b.missed() {
+			t.Errorf("missed target: %s", m)
+		}
+	}()
+	picked := os.Getenv("BENCH_STEERING_WORKLOADS")
+	if picked == "" {
+		picked = strings.Join(ReplacementWorkloads, ",")
+	}
+	b.replacement(t, func(w Workload) bool { return strings.Contains(","+picked+",", ","+w.Name+",") })
+}
+
+// replacement runs the provider's replacement of ill-shaped nodes on the cost workloads that
+// pick accepts, the node daemons on every node.
+func (b *Bench) replacement(t *testing.T, pick func(Workload) bool) {
+	t.Helper()
+	b.withNodeDaemons(t, func() {
+		n := envInt("BENCH_STEERING_PODS", 300)
+		tm := steeringTiming()
+		for _, w := range CostWorkloads {
+			if pick(w) {
+				t.Run(w.Name, func(t *testing.T) { b.CostReplacement(t, w, n, tm) })
+			}
+		}
+	})
+}
+
+// withNodeDaemons runs run with the node daemons on every node.
+func (b *Bench) withNodeDaemons(t *testing.T, run func()) {
 	t.Helper()
 	ctx := t.Context()
 	if err := b.EnsureNodeDaemons(ctx); err != nil {
@@ -45,13 +79,22 @@ func (b *Bench) steering(t *testing.T, pick func(Workload) bool) {
 			t.Error(err)
 		}
 	}()
-	n := envInt("BENCH_STEERING_PODS", 300)
-	tm := steeringTiming()
-	for _, w := range CostWorkloads {
-		if pick(w) {
-			t.Run(w.Name, func(t *testing.T) { b.SteeringPair(t, w, n, tm) })
+	run()
+}
+
+// steering runs the cost workloads that pick accepts with steering on and off, the node
+// daemons on every node.
+func (b *Bench) steering(t *testing.T, pick func(Workload) bool) {
+	t.Helper()
+	b.withNodeDaemons(t, func() {
+		n := envInt("BENCH_STEERING_PODS", 300)
+		tm := steeringTiming()
+		for _, w := range CostWorkloads {
+			if pick(w) {
+				t.Run(w.Name, func(t *testing.T) { b.SteeringPair(t, w, n, tm) })
+			}
 		}
-	}
+	})
 }
 
 // startOneProfile starts the bench on one profile for a test that is not make bench's:

@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
+)
+
+// ReplacementWorkloads are the workloads TestCostReplacement runs by default: those whose pods
+// core alone packs onto nodes of another shape.
+var ReplacementWorkloads = []string{"cpu-heavy", "mixed", "two-shapes"}
+
+// CostReplacement measures the provider's replacement of ill-shaped nodes on a fleet core
+// packed alone: the workload's n pods are launched with cost steering off and left to settle,
+// then the controller restarts as shipped but for the replacement's minimum node age
+// (COST_REPLACEMENT_MIN_NODE_AGE=1s, the hour compressed), and the fleet settles again. Both
+// fleets are priced against the same bound (daemons per node); the run reports how many
+// NodeGroups the replacement deleted and launched, how many of those it launched were deleted
+// again (a node replaced twice), and how long the replacement took to settle.
+func (b *Bench) CostReplacement(t *testing.T, w Workload, n int, tm SteeringTiming) *Result {
+	b.RestartOutside(t, With(QuotaKnown, map[string]string{"COST_STEERING": "false"}))
+	s := b.scenario(t)
+	pool := s.NodePool("", s.NodeClass("", nil), nil, tm.ConsolidateAfter, harness.OnDemand)
+	b.LiftQuota()
+	cat, err := b.Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounded := withOverhead(cat, NodeDaemons)
+	win := b.Open(s)
+	if w.Pods > 0 {
+		n = w.Pods
+	}
+	total := 0
+	var deployments []*appsv1.Deployment
+	for i, sh := range w.Shapes {
+		replicas := n / len(w.Shapes)
+		if i < n%len(w.Shapes) {
+			replicas++
+		}
+		total += replicas
+		deployments = append(deployments, s.Deployment(sh.Name, pool.Name, int32(replicas), sh.CPU, sh.Mem))
+	}
+	settledBy := func(limit time.Duration) bool {
+		return win.TL.WaitFor(s.Ctx, limit, func(tl *Timeline) bool {
+			return running(total)(tl) && time.Since(tl.lastFleetChange) >= tm.Quiet && time.Since(lastRunning(tl)) >= tm.Quiet && tl.noneDeleting()
+		})
+	}
+	figures := map[string]float64{}
+	var misses []string
+	ok := win.TL.WaitFor(s.Ctx, tm.Timeout, running(total)) && settledBy(tm.Settle)
+	if !ok {
+		misses = append(misses, fmt.Sprintf("the fleet packed with steering off did not settle within %s", tm.Timeout+tm.Settle))
+	}
+	var packed *Cost
+	if pods, err := livePods(s.Ctx, b.Env.Client, s.Namespace); ok && err == nil {
+		packed = fleetCost(win.TL, pods, cat, bounded)
+		figures["packedFleetHourly"], figures["packedRatio"] = packed.FleetHourly, packed.Ratio
+	}
+
+	restarted := time.Now()
+	if ok {
+		b.RestartOutside(t, With(QuotaKnown, map[string]string{"COST_REPLACEMENT_MIN_NODE_AGE": "1s"}))
+		if settledBy(tm.Settle) {
+			figures["replacedSettledSeconds"] = round3(time.Since(restarted).Seconds() - tm.Quiet.Seconds())
+		} else {
+			misses = append(misses, fmt.Sprintf("the fleet did not settle within %s of the replacement's start", tm.Settle))
+		}
+	}
+	r := win.Close(fmt.Sprintf("cost-%s-replacement", w.Name),
+		fmt.Sprintf("%d pods, %s (%s), one Deployment per shape, quota lifted and known, node daemons %s/%s on every node, consolidation after %s; packed with cost steering off and settled, then the controller restarted as shipped with COST_REPLACEMENT_MIN_NODE_AGE=1s and settled again (every pod Running and no NodeClaim/NodeGroup change for %s)",
+			total, w.Name, w.Note, NodeDaemons.CPU, NodeDaemons.Mem, tm.ConsolidateAfter, tm.Quiet))
+	r.Env = map[string]string{"COST_REPLACEMENT_MIN_NODE_AGE": "1s"}
+	for k, v := range figures {
+		r.Figures[k] = v
+	}
+	r.Misses = append(r.Misses, misses...)
+	win.TL.Read(func(tl *Timeline) {
+		deleted, launched, again := 0, 0, 0
+		for _, g := range tl.Groups {
+			if !g.Managed || g.Created.IsZero() {
+				continue
+			}
+			if g.Created.After(restarted) {
+				launched++
+				if !g.Deleting.IsZero() {
+					again++
+				}
+			} else if !g.Deleting.IsZero() && g.Deleting.After(restarted) {
+				deleted++
+			}
+		}
+		r.Figures["nodeGroupsReplaced"] = float64(deleted)
+		r.Figures["nodeGroupsLaunchedByReplacement"] = float64(launched)
+		r.Figures["nodeGroupsReplacedTwice"] = float64(again)
+	})
+	if pods, err := livePods(s.Ctx, b.Env.Client, s.Namespace); err == nil {
+		r.Cost = fleetCost(win.TL, pods, cat, bounded)
+		r.Notes = append(r.Notes, "bound: each node's allocatable less the node daemons' requests")
+	} else {
+		r.Notes = append(r.Notes, "cost: "+err.Error())
+	}
+	finish(s, r)
+	b.Add(t, r)
+	if packed != nil && r.Cost != nil {
+		t.Logf("%s: packed %.4f €/h %v (%.3f × bound), after replacement %.4f €/h %v (%.3f × bound, bound %.4f €/h %v); %v NodeGroups replaced by %v, %v of those deleted again; settled %vs after the restart",
+			r.Name, packed.FleetHourly, packed.Fleet, packed.Ratio, r.Cost.FleetHourly, r.Cost.Fleet, r.Cost.Ratio, r.Cost.Bound.CostHourly, r.Cost.Bound.Fleet,
+			r.Figures["nodeGroupsReplaced"], r.Figures["nodeGroupsLaunchedByReplacement"], r.Figures["nodeGroupsReplacedTwice"], r.Figures["replacedSettledSeconds"])
+		m := "cost replacement, " + w.Name
+		clean := len(r.Misses) == 0
+		b.Check(m+": settled fleet after the replacement vs packed", "after ≤ packed", r.Name,
+			fmt.Sprintf("%.4f €/h (%.3f × bound) from %.4f €/h (%.3f ×)", r.Cost.FleetHourly, r.Cost.Ratio, packed.FleetHourly, packed.Ratio),
+			clean && r.Cost.FleetHourly <= packed.FleetHourly+1e-9)
+		b.Check(m+": nodes the replacement launched and deleted again", "0", r.Name,
+			fmt.Sprintf("%.0f of %.0f", r.Figures["nodeGroupsReplacedTwice"], r.Figures["nodeGroupsLaunchedByReplacement"]),
+			clean && r.Figures["nodeGroupsReplacedTwice"] == 0)
+	} else {
+		b.Unmeasured("cost replacement, "+w.Name, "after ≤ packed", r.Name, "a fleet was not priced")
+	}
+	return r
+}
