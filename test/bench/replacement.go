@@ -4,10 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	appsv1 "k8s.io/api/apps/v1"
-
-	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
 // ReplacementWorkloads are the workloads TestCostReplacement runs by default: those whose pods
@@ -20,39 +16,13 @@ var ReplacementWorkloads = []string{"cpu-heavy", "mixed", "two-shapes"}
 // (COST_REPLACEMENT_MIN_NODE_AGE=1s, the hour compressed), and the fleet settles again. Both
 // fleets are priced against the same bound (daemons per node); the run reports how many
 // NodeGroups the replacement deleted and launched, how many of those it launched were deleted
-// again (a node replaced twice), and how long the replacement took to settle.
+// again (a node replaced twice), and when the fleet last changed after the restart.
 func (b *Bench) CostReplacement(t *testing.T, w Workload, n int, tm SteeringTiming) *Result {
-	b.RestartOutside(t, With(QuotaKnown, map[string]string{"COST_STEERING": "false"}))
-	s := b.scenario(t)
-	pool := s.NodePool("", s.NodeClass("", nil), nil, tm.ConsolidateAfter, harness.OnDemand)
-	b.LiftQuota()
-	cat, err := b.Catalogue()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bounded := withOverhead(cat, NodeDaemons)
-	win := b.Open(s)
-	if w.Pods > 0 {
-		n = w.Pods
-	}
-	total := 0
-	var deployments []*appsv1.Deployment
-	for i, sh := range w.Shapes {
-		replicas := n / len(w.Shapes)
-		if i < n%len(w.Shapes) {
-			replicas++
-		}
-		total += replicas
-		deployments = append(deployments, s.Deployment(sh.Name, pool.Name, int32(replicas), sh.CPU, sh.Mem))
-	}
-	settledBy := func(limit time.Duration) bool {
-		return win.TL.WaitFor(s.Ctx, limit, func(tl *Timeline) bool {
-			return running(total)(tl) && time.Since(tl.lastFleetChange) >= tm.Quiet && time.Since(lastRunning(tl)) >= tm.Quiet && tl.noneDeleting()
-		})
-	}
+	run := b.launchWorkload(t, w, n, tm, map[string]string{"COST_STEERING": "false"})
+	s, win, cat, bounded, total := run.s, run.win, run.cat, run.bounded, run.total
 	figures := map[string]float64{}
 	var misses []string
-	ok := win.TL.WaitFor(s.Ctx, tm.Timeout, running(total)) && settledBy(tm.Settle)
+	ok := win.TL.WaitFor(s.Ctx, tm.Timeout, running(total)) && run.settle(tm)
 	if !ok {
 		misses = append(misses, fmt.Sprintf("the fleet packed with steering off did not settle within %s", tm.Timeout+tm.Settle))
 	}
@@ -65,8 +35,10 @@ func (b *Bench) CostReplacement(t *testing.T, w Workload, n int, tm SteeringTimi
 	restarted := time.Now()
 	if ok {
 		b.RestartOutside(t, With(QuotaKnown, map[string]string{"COST_REPLACEMENT_MIN_NODE_AGE": "1s"}))
-		if settledBy(tm.Settle) {
-			figures["replacedSettledSeconds"] = round3(time.Since(restarted).Seconds() - tm.Quiet.Seconds())
+		if run.settle(tm) {
+			win.TL.Read(func(tl *Timeline) {
+				figures["replacedSettledSeconds"] = round3(max(0, tl.lastFleetChange.Sub(restarted).Seconds()))
+			})
 		} else {
 			misses = append(misses, fmt.Sprintf("the fleet did not settle within %s of the replacement's start", tm.Settle))
 		}
@@ -98,14 +70,7 @@ func (b *Bench) CostReplacement(t *testing.T, w Workload, n int, tm SteeringTimi
 		r.Figures["nodeGroupsLaunchedByReplacement"] = float64(launched)
 		r.Figures["nodeGroupsReplacedTwice"] = float64(again)
 	})
-	if pods, err := livePods(s.Ctx, b.Env.Client, s.Namespace); err == nil {
-		r.Cost = fleetCost(win.TL, pods, cat, bounded)
-		r.Notes = append(r.Notes, "bound: each node's allocatable less the node daemons' requests")
-	} else {
-		r.Notes = append(r.Notes, "cost: "+err.Error())
-	}
-	finish(s, r)
-	b.Add(t, r)
+	run.finish(t, b, r)
 	if packed != nil && r.Cost != nil {
 		t.Logf("%s: packed %.4f €/h %v (%.3f × bound), after replacement %.4f €/h %v (%.3f × bound, bound %.4f €/h %v); %v NodeGroups replaced by %v, %v of those deleted again; settled %vs after the restart",
 			r.Name, packed.FleetHourly, packed.Fleet, packed.Ratio, r.Cost.FleetHourly, r.Cost.Fleet, r.Cost.Ratio, r.Cost.Bound.CostHourly, r.Cost.Bound.Fleet,

@@ -138,31 +138,8 @@ func (b *Bench) CostSteering(t *testing.T, w Workload, n int, on bool, tm Steeri
 	if level := os.Getenv("BENCH_LOG_LEVEL"); level != "" {
 		env["LOG_LEVEL"] = level // debug shows each steering decision (with BENCH_KEEP=1)
 	}
-	b.RestartOutside(t, With(QuotaKnown, env))
-	// On-demand, as the shipped examples pin it: core's replace consolidation asks a pool that
-	// leaves the capacity type open for spot, which CKE does not sell (docs/e2e.md).
-	s := b.scenario(t)
-	pool := s.NodePool("", s.NodeClass("", nil), nil, tm.ConsolidateAfter, harness.OnDemand)
-	b.LiftQuota()
-	cat, err := b.Catalogue()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bounded := withOverhead(cat, NodeDaemons)
-	win := b.Open(s)
-	if w.Pods > 0 {
-		n = w.Pods
-	}
-	total := 0
-	var deployments []*appsv1.Deployment
-	for i, sh := range w.Shapes {
-		replicas := n / len(w.Shapes)
-		if i < n%len(w.Shapes) {
-			replicas++
-		}
-		total += replicas
-		deployments = append(deployments, s.Deployment(sh.Name, pool.Name, int32(replicas), sh.CPU, sh.Mem))
-	}
+	run := b.launchWorkload(t, w, n, tm, env)
+	s, win, cat, bounded, deployments, total := run.s, run.win, run.cat, run.bounded, run.deployments, run.total
 	ok := win.TL.WaitFor(s.Ctx, tm.Timeout, running(total))
 	state := "off"
 	if on {
@@ -209,12 +186,7 @@ func (b *Bench) CostSteering(t *testing.T, w Workload, n int, on bool, tm Steeri
 			figures["timeToRunningSeconds"] += figures["changeToAllRunningSeconds"]
 		}
 	}
-	// Quiet since the fleet last changed and since the last pod started: a node that joins
-	// late changes no NodeClaim or NodeGroup, but its pods' start is what makes the nodes
-	// around it candidates for consolidation consolidateAfter later.
-	settled := ok && win.TL.WaitFor(s.Ctx, tm.Settle, func(tl *Timeline) bool {
-		return running(total)(tl) && time.Since(tl.lastFleetChange) >= tm.Quiet && time.Since(lastRunning(tl)) >= tm.Quiet && tl.noneDeleting()
-	})
+	settled := ok && run.settle(tm)
 	shape := ""
 	if len(w.Then) > 0 {
 		shape = ", rolled out to the next shapes once every pod runs"
@@ -254,15 +226,71 @@ func (b *Bench) CostSteering(t *testing.T, w Workload, n int, on bool, tm Steeri
 	case !settled:
 		r.Misses = append(r.Misses, fmt.Sprintf("the fleet did not settle within %s", tm.Settle))
 	}
-	if pods, err := livePods(s.Ctx, b.Env.Client, s.Namespace); err == nil {
-		r.Cost = fleetCost(win.TL, pods, cat, bounded)
-		r.Notes = append(r.Notes, "bound: each node's allocatable less the node daemons' requests")
-	} else {
-		r.Notes = append(r.Notes, "cost: "+err.Error())
-	}
-	finish(s, r)
-	b.Add(t, r)
+	run.finish(t, b, r)
 	return r
+}
+
+// costRun is one cost workload's pods on a NodePool of their own, watched by a window.
+type costRun struct {
+	s            *harness.Scenario
+	win          *Window
+	cat, bounded []FlavorCost
+	deployments  []*appsv1.Deployment
+	total        int
+}
+
+// launchWorkload restarts the controller with env (the quota known), then creates a NodePool
+// open to every flavor, on-demand, that consolidates after tm.ConsolidateAfter, opens a window
+// on it, and creates the workload's Deployments: n pods (the workload's own count if it has
+// one) shared among its shapes.
+func (b *Bench) launchWorkload(t *testing.T, w Workload, n int, tm SteeringTiming, env map[string]string) *costRun {
+	b.RestartOutside(t, With(QuotaKnown, env))
+	// On-demand, as the shipped examples pin it: core's replace consolidation asks a pool that
+	// leaves the capacity type open for spot, which CKE does not sell (docs/e2e.md).
+	s := b.scenario(t)
+	pool := s.NodePool("", s.NodeClass("", nil), nil, tm.ConsolidateAfter, harness.OnDemand)
+	b.LiftQuota()
+	cat, err := b.Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &costRun{s: s, cat: cat, bounded: withOverhead(cat, NodeDaemons)}
+	run.win = b.Open(s)
+	if w.Pods > 0 {
+		n = w.Pods
+	}
+	for i, sh := range w.Shapes {
+		replicas := n / len(w.Shapes)
+		if i < n%len(w.Shapes) {
+			replicas++
+		}
+		run.total += replicas
+		run.deployments = append(run.deployments, s.Deployment(sh.Name, pool.Name, int32(replicas), sh.CPU, sh.Mem))
+	}
+	return run
+}
+
+// finish prices the fleet the pods run on into r, against the bound that counts the node
+// daemons, and adds r to the report.
+func (r *costRun) finish(t *testing.T, b *Bench, res *Result) {
+	if pods, err := livePods(r.s.Ctx, b.Env.Client, r.s.Namespace); err == nil {
+		res.Cost = fleetCost(r.win.TL, pods, r.cat, r.bounded)
+		res.Notes = append(res.Notes, "bound: each node's allocatable less the node daemons' requests")
+	} else {
+		res.Notes = append(res.Notes, "cost: "+err.Error())
+	}
+	finish(r.s, res)
+	b.Add(t, res)
+}
+
+// settle waits, at most tm.Settle, for the fleet to settle: every pod Running, no NodeGroup
+// deleting, and quiet for tm.Quiet since the fleet last changed and since the last pod
+// started (a node that joins late changes no NodeClaim or NodeGroup, but its pods' start is
+// what makes the nodes around it candidates for consolidation consolidateAfter later).
+func (r *costRun) settle(tm SteeringTiming) bool {
+	return r.win.TL.WaitFor(r.s.Ctx, tm.Settle, func(tl *Timeline) bool {
+		return running(r.total)(tl) && time.Since(tl.lastFleetChange) >= tm.Quiet && time.Since(lastRunning(tl)) >= tm.Quiet && tl.noneDeleting()
+	})
 }
 
 // lastRunning is when the last of the live pods started running.

@@ -19,17 +19,8 @@ import (
 // BENCH_STEERING_QUIET (consolidateAfter + 1m) and BENCH_STEERING_SETTLE (8m) say when a fleet
 // has settled. A missed target fails the run once the report is written (BENCH_OUT).
 func TestCostSteering(t *testing.T) {
-	b := startOneProfile(t)
-	defer b.write(t, b.Out)
-	defer func() {
-		for _, m := range b.missed() {
-			t.Errorf("missed target: %s", m)
-		}
-	}()
-	picked := os.Getenv("BENCH_STEERING_WORKLOADS")
-	b.steering(t, func(w Workload) bool {
-		return picked == "" || strings.Contains(","+picked+",", ","+w.Name+",")
-	})
+	b := startChecked(t)
+	b.steering(t, pickedWorkloads(nil))
 }
 
 // TestCostReplacement runs the provider's replacement of ill-shaped nodes (CostReplacement)
@@ -38,30 +29,51 @@ func TestCostSteering(t *testing.T) {
 // runs' pods, timing and node daemons, and holds each to its targets: the fleet after the
 // replacement costs no more than the one core packed, and no node it launched is deleted again.
 func TestCostReplacement(t *testing.T) {
+	b := startChecked(t)
+	b.replacement(t, pickedWorkloads(ReplacementWorkloads))
+}
+
+// startChecked starts the bench on one profile (startOneProfile) for a test whose missed
+// targets fail it once the report is written.
+func startChecked(t *testing.T) *Bench {
 	b := startOneProfile(t)
-	defer b.write(t, b.Out)
-	defer func() {
+	// Cleanups run last first: the report is written, then the misses fail the test.
+	t.Cleanup(func() { b.write(t, b.Out) })
+	t.Cleanup(func() {
 		for _, m := range b.missed() {
 			t.Errorf("missed target: %s", m)
 		}
-	}()
+	})
+	return b
+}
+
+// pickedWorkloads accepts the workloads BENCH_STEERING_WORKLOADS names (comma-separated),
+// else those named in defaults, else every one.
+func pickedWorkloads(defaults []string) func(Workload) bool {
 	picked := os.Getenv("BENCH_STEERING_WORKLOADS")
 	if picked == "" {
-		picked = strings.Join(ReplacementWorkloads, ",")
+		picked = strings.Join(defaults, ",")
 	}
-	b.replacement(t, func(w Workload) bool { return strings.Contains(","+picked+",", ","+w.Name+",") })
+	return func(w Workload) bool { return picked == "" || strings.Contains(","+picked+",", ","+w.Name+",") }
 }
 
 // replacement runs the provider's replacement of ill-shaped nodes on the cost workloads that
 // pick accepts, the node daemons on every node.
 func (b *Bench) replacement(t *testing.T, pick func(Workload) bool) {
 	t.Helper()
+	b.eachWorkload(t, pick, func(t *testing.T, w Workload, n int, tm SteeringTiming) { b.CostReplacement(t, w, n, tm) })
+}
+
+// eachWorkload runs run for each cost workload that pick accepts, as a subtest, with the node
+// daemons on every node, the cost runs' pod count and timing.
+func (b *Bench) eachWorkload(t *testing.T, pick func(Workload) bool, run func(t *testing.T, w Workload, n int, tm SteeringTiming)) {
+	t.Helper()
 	b.withNodeDaemons(t, func() {
 		n := envInt("BENCH_STEERING_PODS", 300)
 		tm := steeringTiming()
 		for _, w := range CostWorkloads {
 			if pick(w) {
-				t.Run(w.Name, func(t *testing.T) { b.CostReplacement(t, w, n, tm) })
+				t.Run(w.Name, func(t *testing.T) { run(t, w, n, tm) })
 			}
 		}
 	})
@@ -86,15 +98,7 @@ func (b *Bench) withNodeDaemons(t *testing.T, run func()) {
 // daemons on every node.
 func (b *Bench) steering(t *testing.T, pick func(Workload) bool) {
 	t.Helper()
-	b.withNodeDaemons(t, func() {
-		n := envInt("BENCH_STEERING_PODS", 300)
-		tm := steeringTiming()
-		for _, w := range CostWorkloads {
-			if pick(w) {
-				t.Run(w.Name, func(t *testing.T) { b.SteeringPair(t, w, n, tm) })
-			}
-		}
-	})
+	b.eachWorkload(t, pick, func(t *testing.T, w Workload, n int, tm SteeringTiming) { b.SteeringPair(t, w, n, tm) })
 }
 
 // startOneProfile starts the bench on one profile for a test that is not make bench's:
