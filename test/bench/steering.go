@@ -288,8 +288,15 @@ func (r *costRun) finish(t *testing.T, b *Bench, res *Result) {
 // started (a node that joins late changes no NodeClaim or NodeGroup, but its pods' start is
 // what makes the nodes around it candidates for consolidation consolidateAfter later).
 func (r *costRun) settle(tm SteeringTiming) bool {
+	return r.settleSince(time.Time{}, tm)
+}
+
+// settleSince is settle with the quiet window counted from since at the earliest: what
+// changes the fleet after since (a controller restarted then) has that long to begin.
+func (r *costRun) settleSince(since time.Time, tm SteeringTiming) bool {
 	return r.win.TL.WaitFor(r.s.Ctx, tm.Settle, func(tl *Timeline) bool {
-		return running(r.total)(tl) && time.Since(tl.lastFleetChange) >= tm.Quiet && time.Since(lastRunning(tl)) >= tm.Quiet && tl.noneDeleting()
+		return running(r.total)(tl) && time.Since(tl.lastFleetChange) >= tm.Quiet && time.Since(lastRunning(tl)) >= tm.Quiet &&
+			time.Since(since) >= tm.Quiet && tl.noneDeleting()
 	})
 }
 
