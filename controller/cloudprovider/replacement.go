@@ -42,8 +42,9 @@ func (c *CloudProvider) SetCostReplacement(on bool, minNodeAge time.Duration) {
 // a replacement included, is replaced for its shape sooner), its pool consolidating when
 // underutilized, without minValues, and Karpenter finding the node consolidatable (the pool's
 // consolidateAfter elapsed since its pods last changed), no pod on it that may not be
-// disrupted or whose placement depends on other pods (placedTogether); and the nodes that would replace it fitting the quota's headroom beside it, since
-// drift launches them before the node goes.
+// disrupted or whose placement depends on other pods (placedTogether); and the nodes that
+// would replace it fitting the quota's headroom beside it, since drift launches them before
+// the node goes.
 func (c *CloudProvider) illShaped(ctx context.Context, claim *karpv1.NodeClaim, flavor string) (cloudprovider.DriftReason, error) {
 	c.look.mu.Lock()
 	after, costOff := c.look.replaceAfter, c.look.costOff
