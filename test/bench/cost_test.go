@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"testing"
+	"time"
 
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/cke"
 )
 
@@ -75,5 +78,33 @@ func TestLowerBoundMatchesBruteForce(t *testing.T) {
 		if math.Abs(got.CostHourly-best) > 1e-9 {
 			t.Errorf("demand %v: bound %.4f, brute force %.4f", d, got.CostHourly, best)
 		}
+	}
+}
+
+// The slowest join a run drew counts only the managed groups created by the time every pod
+// ran: a control-plane group or a node launched afterwards (consolidation's) cannot have
+// held a pod back, however slow its draw.
+func TestSlowestJoin(t *testing.T) {
+	t0 := time.Now()
+	tl := syntheticTimeline(t0)
+	ops := sim.LiveOptions().Operator
+	want := max(ops.JoinDelayOf("g1"), ops.JoinDelayOf("g2"), ops.JoinDelayOf("g3"))
+	// Names whose draws are slower than every counted group's, so that counting them shows.
+	slower := func(prefix string) string {
+		for i := range 10000 {
+			if name := fmt.Sprintf("%s-%d", prefix, i); ops.JoinDelayOf(name) > want {
+				return name
+			}
+		}
+		t.Fatalf("no %s group draws a join slower than %s", prefix, want)
+		return ""
+	}
+	tl.Groups[slower("late")] = &GroupTimes{Created: t0.Add(6 * time.Second), Flavor: "2XS", Managed: true}
+	tl.Groups[slower("unmanaged")] = &GroupTimes{Created: t0.Add(time.Second), Flavor: "S"}
+	if got := slowestJoin(tl, ops, t0.Add(5*time.Second)); got != want {
+		t.Errorf("slowest join by 5 s: got %s, want %s", got, want)
+	}
+	if got := slowestJoin(tl, ops, t0.Add(500*time.Millisecond)); got != 0 {
+		t.Errorf("slowest join before any managed group: got %s, want 0", got)
 	}
 }

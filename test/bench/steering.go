@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/CleverCloud/karpenter-provider-clever-cloud/sim/operator"
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/test/harness"
 )
 
@@ -166,6 +167,7 @@ func (b *Bench) CostSteering(t *testing.T, w Workload, n int, on bool, tm Steeri
 		}
 		if !first.IsZero() && !last.IsZero() {
 			figures["firstPodToAllRunningSeconds"] = round3(last.Sub(first).Seconds())
+			figures["slowestJoinSeconds"] = slowestJoin(tl, win.ops, last).Seconds()
 		}
 	})
 	figures["timeToRunningSeconds"] = figures["firstPodToAllRunningSeconds"]
@@ -300,6 +302,20 @@ func (r *costRun) settleSince(since time.Time, tm SteeringTiming) bool {
 	})
 }
 
+// slowestJoin is the longest join the simulator drew for the managed NodeGroups created by
+// until: on a profile that spreads joins, the time to every pod Running cannot beat it, and a
+// fleet of more nodes draws the platform's slow joins more often. It is what a comparison of
+// two runs' times has to be read beside.
+func slowestJoin(tl *Timeline, ops operator.Options, until time.Time) time.Duration {
+	var slowest time.Duration
+	for name, g := range tl.Groups {
+		if g.Managed && !g.Created.IsZero() && !g.Created.After(until) {
+			slowest = max(slowest, ops.JoinDelayOf(name))
+		}
+	}
+	return slowest
+}
+
 // lastRunning is when the last of the live pods started running.
 func lastRunning(tl *Timeline) time.Time {
 	var last time.Time
@@ -344,9 +360,9 @@ func (b *Bench) SteeringPair(t *testing.T, w Workload, n int, tm SteeringTiming)
 	measured := on != nil && off != nil && on.Cost != nil && off.Cost != nil
 	if measured {
 		for _, r := range []*Result{on, off} {
-			t.Logf("%s: settled fleet %.4f €/h %v, bound %.4f %v, ratio %.3f (at launch %.3f), %v NodeGroups launched, %v deleted, all Running in %vs",
+			t.Logf("%s: settled fleet %.4f €/h %v, bound %.4f %v, ratio %.3f (at launch %.3f), %v NodeGroups launched, %v deleted, all Running in %vs (slowest join drawn %vs)",
 				r.Name, r.Cost.FleetHourly, r.Cost.Fleet, r.Cost.Bound.CostHourly, r.Cost.Bound.Fleet, r.Cost.Ratio, r.Figures["launchRatio"],
-				r.Figures["nodeGroupsLaunched"], r.Figures["nodeGroupsDeleted"], r.Figures["timeToRunningSeconds"])
+				r.Figures["nodeGroupsLaunched"], r.Figures["nodeGroupsDeleted"], r.Figures["timeToRunningSeconds"], r.Figures["slowestJoinSeconds"])
 		}
 	}
 	// The targets in the report's order; value and met are read only when both runs were priced.
