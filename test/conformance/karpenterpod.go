@@ -444,3 +444,16 @@ func selfSignedCert(ip string) (tls.Certificate, error) {
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
+
+// PortFree returns an error naming port when something on this machine already listens on it.
+// Core's suites bind KarpenterMetricsPort themselves: the chaos specs start a manager with
+// controller-runtime's default metrics address, and the performance suite's stand-in Pod relays
+// it. Two runs side by side (make conformance beside make performance) would otherwise fail
+// minutes in, on a panic in core's test code that does not say why.
+func PortFree(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("port %d is taken (%w): core's regression and performance suites need it; is another make conformance or make performance running?", port, err)
+	}
+	return l.Close()
+}

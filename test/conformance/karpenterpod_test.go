@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,4 +138,21 @@ func freeLocalPort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func TestPortFreeNamesATakenPort(t *testing.T) {
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	err = PortFree(port)
+	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(port)) {
+		t.Fatalf("PortFree(%d) with the port held = %v, want an error naming the port", port, err)
+	}
+	l.Close()
+	if err := PortFree(port); err != nil {
+		t.Fatalf("PortFree(%d) once released = %v", port, err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -58,6 +59,11 @@ func main() {
 	list := strings.Split(*suites, ",")
 	if *performance {
 		list = []string{conformance.PerformanceSuite}
+	}
+	if slices.Contains(list, "regression") || *performance {
+		if err := conformance.PortFree(conformance.KarpenterMetricsPort); err != nil {
+			fail(err)
+		}
 	}
 	rep, err := conformance.Run(ctx, conformance.Config{
 		Suites: list, Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Parallel: *parallel, Audit: *audit, Explore: *explore && *performance, Baseline: *baseline && *performance, Logf: say,
