@@ -303,9 +303,9 @@ func (r *costRun) settleSince(since time.Time, tm SteeringTiming) bool {
 }
 
 // slowestJoin is the longest join the simulator drew for the managed NodeGroups created by
-// until: on a profile that spreads joins, the time to every pod Running cannot beat it, and a
-// fleet of more nodes draws the platform's slow joins more often. It is what a comparison of
-// two runs' times has to be read beside.
+// until: on a profile that spreads joins, a fleet of more nodes draws the platform's slow joins
+// more often, and a slow join sets the time to every pod Running unless the other nodes have
+// room for its pods. It is what a comparison of two runs' times has to be read beside.
 func slowestJoin(tl *Timeline, ops operator.Options, until time.Time) time.Duration {
 	var slowest time.Duration
 	for name, g := range tl.Groups {
