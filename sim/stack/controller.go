@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -132,12 +133,36 @@ func (e *Env) StartController(ctx context.Context, overrides map[string]string) 
 			return err
 		}
 	}
-	c, err := e.spawn(overrides)
-	if err != nil {
-		return err
+	c, err := e.startHealthy(ctx, overrides)
+	if c != nil {
+		e.ctrl = c
 	}
-	e.ctrl = c
-	return c.WaitHealthy(ctx, 90*time.Second)
+	return err
+}
+
+// startHealthy spawns the controller and waits for it to be healthy. A port handed out as free
+// can be bound by another process (a test package beside this one) before the controller
+// binds it; a start that ends on "address already in use" is retried on new ports, and only
+// that: any other failure is the controller's and is returned as it is.
+func (e *Env) startHealthy(ctx context.Context, overrides map[string]string) (*Controller, error) {
+	const attempts = 3
+	for i := 1; ; i++ {
+		c, err := e.spawn(overrides)
+		if err != nil {
+			return nil, err
+		}
+		err = c.WaitHealthy(ctx, 90*time.Second)
+		if err == nil || i == attempts || c.Running() || !c.logSays("address already in use") {
+			return c, err
+		}
+		_ = c.Kill() // already exited; closes its log
+	}
+}
+
+// logSays whether the controller's log holds s.
+func (c *Controller) logSays(s string) bool {
+	b, err := os.ReadFile(c.LogPath)
+	return err == nil && strings.Contains(string(b), s)
 }
 
 // spawn starts a run of the controller binary with ControllerEnv(overrides).
@@ -413,18 +438,30 @@ func matches(m *dto.Metric, want map[string]string) bool {
 	return true
 }
 
-// freePorts returns n distinct free ports: every listener is held until all are taken, so the
-// kernel cannot hand the same port out twice (it did, once: the metrics and health ports
-// were equal and the controller failed to start).
+// Ports are drawn below Linux's default ephemeral range (32768–60999): the kernel hands ports
+// in that range to every outbound connection and every ":0" listener, so a port picked there
+// and released was seen taken by another test package's client before the controller bound it.
+const (
+	portLow  = 20000
+	portHigh = 32768
+)
+
+// freePorts returns n distinct free ports below the ephemeral range: every listener is held
+// until all are taken, so the same port cannot be handed out twice (it was, once, when ports
+// came from ":0": the metrics and health ports were equal and the controller failed to start).
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("no free port in [%d, %d) after %d tries", portLow, portHigh, tries)
+		}
+		p := portLow + rand.IntN(portHigh-portLow)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
-			return nil, err
+			continue
 		}
 		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
 	}
 	return ports, nil
 }

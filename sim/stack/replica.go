@@ -14,12 +14,11 @@ const LeaseName = "karpenter-leader-election"
 // second replica: same environment, its own ports and log, and it leads only once it holds
 // the Lease. It waits for it to be healthy; the caller stops it.
 func (e *Env) StartReplica(ctx context.Context, overrides map[string]string) (*Controller, error) {
-	c, err := e.spawn(overrides)
+	c, err := e.startHealthy(ctx, overrides)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.WaitHealthy(ctx, 90*time.Second); err != nil {
-		_ = c.Kill()
+		if c != nil {
+			_ = c.Kill()
+		}
 		return nil, fmt.Errorf("replica: %w", err)
 	}
 	return c, nil
