@@ -108,3 +108,24 @@ func TestSlowestJoin(t *testing.T) {
 		t.Errorf("slowest join before any managed group: got %s, want 0", got)
 	}
 }
+
+func TestLaunchPasses(t *testing.T) {
+	t0 := time.Now()
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	tl := newTimeline()
+	// A pass of three NodeClaims created together, one of two 1.2 s later, one alone 3 s later,
+	// and one after the window.
+	for i, s := range []float64{1, 1.05, 1.3, 2.5, 2.6, 5.6, 9} {
+		tl.Claims[fmt.Sprint("c", i)] = &ClaimTimes{Created: at(s)}
+	}
+	tl.Claims["before"] = &ClaimTimes{Created: at(-1)}
+	if got := launchPasses(tl, t0, at(8)); got != 3 {
+		t.Errorf("passes in [0 s, 8 s]: got %d, want 3", got)
+	}
+	if got := launchPasses(tl, at(2), at(8)); got != 2 {
+		t.Errorf("passes in [2 s, 8 s]: got %d, want 2", got)
+	}
+	if got := launchPasses(tl, at(10), at(11)); got != 0 {
+		t.Errorf("passes with no NodeClaim: got %d, want 0", got)
+	}
+}
