@@ -65,42 +65,38 @@ func fakeEnv(t *testing.T, failures int, failure string) (*Env, map[string]strin
 	return e, map[string]string{fakeControllerEnv: "1", "FAKE_BIND_FAILURES": count, "FAKE_FAILURE": failure}
 }
 
-func TestStartRetriesAPortTakenBeforeTheControllerBoundIt(t *testing.T) {
-	e, overrides := fakeEnv(t, 2, "address already in use")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := e.StartController(ctx, overrides); err != nil {
-		t.Fatalf("start after two bind failures: %v", err)
-	}
-	defer e.ctrl.Kill()
-	if e.gen != 3 {
-		t.Errorf("spawned %d times, want 3 (two bind failures, then healthy)", e.gen)
-	}
-}
-
-func TestStartDoesNotRetryOtherFailures(t *testing.T) {
-	e, overrides := fakeEnv(t, 1, "permission denied")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err := e.StartController(ctx, overrides)
-	if err == nil || !strings.Contains(err.Error(), "permission denied") {
-		t.Fatalf("start = %v, want the controller's own failure", err)
-	}
-	if e.gen != 1 {
-		t.Errorf("spawned %d times, want 1", e.gen)
-	}
-}
-
-func TestStartGivesUpAfterThreeBindFailures(t *testing.T) {
-	e, overrides := fakeEnv(t, 3, "address already in use")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := e.StartController(ctx, overrides); err == nil {
-		defer e.ctrl.Kill()
-		t.Fatal("started after three bind failures; want the third failure returned")
-	}
-	if e.gen != 3 {
-		t.Errorf("spawned %d times, want 3", e.gen)
+// A start lost to a port another process took is retried on new ports, three starts at most;
+// any other failure is the controller's and is not retried.
+func TestStartRetriesOnlyPortsTakenBeforeTheControllerBoundThem(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		failures int
+		failure  string
+		healthy  bool
+		spawns   int
+	}{
+		{name: "two bind failures, then healthy", failures: 2, failure: "address already in use", healthy: true, spawns: 3},
+		{name: "three bind failures: the third is returned", failures: 3, failure: "address already in use", spawns: 3},
+		{name: "another failure is not retried", failures: 1, failure: "permission denied", spawns: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, overrides := fakeEnv(t, tc.failures, tc.failure)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := e.StartController(ctx, overrides)
+			if e.ctrl != nil {
+				defer e.ctrl.Kill()
+			}
+			switch {
+			case tc.healthy && err != nil:
+				t.Fatalf("start: %v", err)
+			case !tc.healthy && (err == nil || !strings.Contains(err.Error(), tc.failure)):
+				t.Fatalf("start = %v, want the controller's failure %q", err, tc.failure)
+			}
+			if e.gen != tc.spawns {
+				t.Errorf("spawned %d times, want %d", e.gen, tc.spawns)
+			}
+		})
 	}
 }
 
