@@ -102,7 +102,7 @@ const waitingOnQuotaDedupe = 5 * time.Minute
 func waitingOnQuota(pod *corev1.Pod, pool string, size quota.Usage, headroom quota.Usage, s quota.Snapshot) events.Event {
 	msg := fmt.Sprintf("Waiting on the organisation quota: NodePool %s holds this pod on a node charging %s at least, which the quota keeps from launching now (headroom %s).", pool, size, quota.FormatHeadroom(headroom))
 	if !s.NextProbe.IsZero() {
-		msg += fmt.Sprintf(" Next attempt no sooner than %s (a refused launch's reservation may leak upstream until then).", s.NextProbe.UTC().Format(time.RFC3339))
+		msg += fmt.Sprintf(" Next attempt no sooner than %s (until then the reservation of a refused group, or of a group deleted before it was built, may still hold quota upstream).", s.NextProbe.UTC().Format(time.RFC3339))
 	}
 	for _, r := range s.Refused {
 		if r.Use.FitsIn(s.InUse.Add(size)) {
