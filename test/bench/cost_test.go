@@ -129,3 +129,22 @@ func TestLaunchPasses(t *testing.T) {
 		t.Errorf("passes with no NodeClaim: got %d, want 0", got)
 	}
 }
+
+func TestNoneJoiningAndLastJoined(t *testing.T) {
+	t0 := time.Now()
+	tl := newTimeline()
+	tl.Claims["joined"] = &ClaimTimes{Created: t0, Initialized: t0.Add(30 * time.Second)}
+	tl.Claims["refused"] = &ClaimTimes{Created: t0, Deleting: t0.Add(time.Second)}
+	tl.Claims["gone"] = &ClaimTimes{Created: t0, Gone: true}
+	if !tl.noneJoining() {
+		t.Error("a joined, a deleting and a gone NodeClaim: none joining")
+	}
+	tl.Claims["joining"] = &ClaimTimes{Created: t0, ProviderID: t0.Add(time.Second)}
+	if tl.noneJoining() {
+		t.Error("a launched NodeClaim not initialized is joining")
+	}
+	tl.Claims["joining"].Initialized = t0.Add(185 * time.Second)
+	if !tl.noneJoining() || !tl.lastJoined().Equal(t0.Add(185*time.Second)) {
+		t.Errorf("after the slow join: none joining %v, last joined %v", tl.noneJoining(), tl.lastJoined().Sub(t0))
+	}
+}

@@ -196,7 +196,7 @@ func (b *Bench) CostSteering(t *testing.T, w Workload, n int, on bool, tm Steeri
 		shape = ", rolled out to the next shapes once every pod runs"
 	}
 	r := win.Close(fmt.Sprintf("cost-%s-steering-%s", w.Name, state),
-		fmt.Sprintf("%d pods, %s (%s), one Deployment per shape%s, quota lifted and known, node daemons %s/%s on every node, consolidation after %s, cost steering %s; settled = every pod Running and no NodeClaim/NodeGroup change for %s",
+		fmt.Sprintf("%d pods, %s (%s), one Deployment per shape%s, quota lifted and known, node daemons %s/%s on every node, consolidation after %s, cost steering %s; settled = every pod Running, every node joined, and no NodeClaim/NodeGroup change, join or pod start for %s",
 			total, w.Name, w.Note, shape, NodeDaemons.CPU, NodeDaemons.Mem, tm.ConsolidateAfter, state, tm.Quiet))
 	r.Env = map[string]string{"COST_STEERING": strconv.FormatBool(on)}
 	maps.Copy(r.Figures, figures)
@@ -288,9 +288,11 @@ func (r *costRun) finish(t *testing.T, b *Bench, res *Result) {
 }
 
 // settle waits, at most tm.Settle, for the fleet to settle: every pod Running, no NodeGroup
-// deleting, and quiet for tm.Quiet since the fleet last changed and since the last pod
-// started (a node that joins late changes no NodeClaim or NodeGroup, but its pods' start is
-// what makes the nodes around it candidates for consolidation consolidateAfter later).
+// deleting, every node joined, and quiet for tm.Quiet since the fleet last changed, since the
+// last node joined and since the last pod started. A node still joining holds consolidation
+// back (core moves no pod onto a node not yet initialized) and changes no NodeClaim or
+// NodeGroup when it joins; its join and its pods' start are what make the nodes around it
+// candidates for consolidation consolidateAfter later.
 func (r *costRun) settle(tm SteeringTiming) bool {
 	return r.settleSince(time.Time{}, tm)
 }
@@ -300,7 +302,7 @@ func (r *costRun) settle(tm SteeringTiming) bool {
 func (r *costRun) settleSince(since time.Time, tm SteeringTiming) bool {
 	return r.win.TL.WaitFor(r.s.Ctx, tm.Settle, func(tl *Timeline) bool {
 		return running(r.total)(tl) && time.Since(tl.lastFleetChange) >= tm.Quiet && time.Since(lastRunning(tl)) >= tm.Quiet &&
-			time.Since(since) >= tm.Quiet && tl.noneDeleting()
+			time.Since(since) >= tm.Quiet && tl.noneDeleting() && tl.noneJoining() && time.Since(tl.lastJoined()) >= tm.Quiet
 	})
 }
 

@@ -270,6 +270,31 @@ func (tl *Timeline) noneDeleting() bool {
 	return true
 }
 
+// noneJoining: every NodeClaim that is not on its way out is initialized (locked). Until a
+// node joins, core's consolidation refuses any move that would put pods on it, so a fleet
+// with a node still joining has not had its chance to settle.
+func (tl *Timeline) noneJoining() bool {
+	for _, c := range tl.Claims {
+		if !c.Gone && c.Deleting.IsZero() && c.Initialized.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// lastJoined is when the last NodeClaim was initialized (locked): what makes its node a
+// place consolidation may move pods to, and the nodes around it candidates consolidateAfter
+// later.
+func (tl *Timeline) lastJoined() time.Time {
+	var last time.Time
+	for _, c := range tl.Claims {
+		if c.Initialized.After(last) {
+			last = c.Initialized
+		}
+	}
+	return last
+}
+
 // withoutProviderID is how long, between from and to, at least one NodeClaim created in
 // that stretch had no provider ID (locked): the union of created → provider ID (or deletion,
 // or to) over those claims.
