@@ -57,10 +57,7 @@ func Cost(flavors []Flavor, pods []Pod, overhead Demand) (keep []string, steered
 	if len(plannable) == 0 {
 		return nil, Fleet{}, Fleet{}
 	}
-	// Core's order: CPU first, then memory, largest first.
-	slices.SortStableFunc(plannable, func(a, b Pod) int {
-		return cmp.Or(cmp.Compare(b.MilliCPU, a.MilliCPU), cmp.Compare(b.Memory, a.Memory))
-	})
+	slices.SortStableFunc(plannable, coreOrder)
 	all := make([]bool, len(flavors))
 	for i := range all {
 		all[i] = true
@@ -103,6 +100,12 @@ func Cost(flavors []Flavor, pods []Pod, overhead Demand) (keep []string, steered
 		}
 	}
 	return keep, bestFleet, unsteered
+}
+
+// coreOrder is the order core's scheduler takes pods in: CPU first, then memory, largest
+// first.
+func coreOrder(a, b Pod) int {
+	return cmp.Or(cmp.Compare(b.MilliCPU, a.MilliCPU), cmp.Compare(b.Memory, a.Memory))
 }
 
 // capped is the offer of every flavor no larger than flavors[c] (in allocatable CPU and

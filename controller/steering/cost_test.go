@@ -1,8 +1,8 @@
 package steering_test
 
 import (
-	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -184,23 +184,17 @@ func TestCostIsAsCheapAsAnyOffer(t *testing.T) {
 	for name, pods := range map[string][]steering.Pod{"mixed": mixed(300), "cpu-heavy": cpuHeavy, "memory-heavy": memHeavy, "two-shapes": twoShapes} {
 		t.Run(name, func(t *testing.T) {
 			sorted := slices.Clone(pods)
-			slices.SortStableFunc(sorted, func(a, b steering.Pod) int {
-				return cmp.Or(cmp.Compare(b.MilliCPU, a.MilliCPU), cmp.Compare(b.Memory, a.Memory))
-			})
-			all := slices.Repeat([]bool{true}, len(flavors))
-			full := steering.Plan(flavors, all, sorted, daemons)
-			best, bestOffer := full, all
+			slices.SortStableFunc(sorted, steering.CoreOrder)
+			best, bestOffer := steering.Fleet{Hourly: math.Inf(1)}, []bool(nil)
 			for mask := 1; mask < 1<<len(flavors); mask++ {
 				offer := make([]bool, len(flavors))
 				for i := range offer {
 					offer[i] = mask&(1<<i) != 0
 				}
-				f := steering.Plan(flavors, offer, sorted, daemons)
-				if !holdsEvery(flavors, offer, pods) {
-					continue
-				}
-				if f.Hourly < best.Hourly {
-					best, bestOffer = f, offer
+				if !slices.ContainsFunc(pods, func(p steering.Pod) bool { return steering.CheapestHolding(flavors, p, daemons, offer) < 0 }) {
+					if f := steering.Plan(flavors, offer, sorted, daemons); f.Hourly < best.Hourly {
+						best, bestOffer = f, offer
+					}
 				}
 			}
 			_, steered, _ := steering.Cost(flavors, pods, daemons)
@@ -209,18 +203,4 @@ func TestCostIsAsCheapAsAnyOffer(t *testing.T) {
 			}
 		})
 	}
-}
-
-// holdsEvery says whether some offered flavor holds each pod beside the daemons.
-func holdsEvery(flavors []steering.Flavor, offer []bool, pods []steering.Pod) bool {
-	for _, p := range pods {
-		held := false
-		for i, f := range flavors {
-			held = held || (offer[i] && p.MilliCPU <= f.Allocatable.MilliCPU-daemons.MilliCPU && p.Memory <= f.Allocatable.Memory-daemons.Memory)
-		}
-		if !held {
-			return false
-		}
-	}
-	return true
 }

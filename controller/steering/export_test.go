@@ -1,4 +1,8 @@
 package steering
 
-// Plan exposes the packing model to the package's external tests.
-var Plan = plan
+// The packing model and its parts, for the package's external tests.
+var (
+	Plan            = plan
+	CoreOrder       = coreOrder
+	CheapestHolding = cheapestHolding
+)
