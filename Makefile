@@ -116,10 +116,11 @@ conformance: sim-bin build ## Run Karpenter core's own e2e suites on the simulat
 # PERF_AUDIT=1 keeps the apiserver's audit log (who made which request) in the work folder;
 # PERF_EXPLORE=1 lifts the time, heap and CPU limits so every phase runs (performance-explore.{md,json});
 # PERF_BASELINE=1 runs core's kwok provider in place of ours (performance-baseline.{md,json}).
+# PERF_ENV=KEY=VALUE[,…] sets the controller's environment over the bundle's (PERF_ENV=COST_STEERING=false beside an as-shipped run).
 PERF_OUT ?= docs/conformance
 .PHONY: performance
 performance: sim-bin build ## Run Karpenter core's performance suite on the simulated CKE (hours on 2 cores; never in make test); writes $(PERF_OUT)/performance.{md,json}.
-	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go run ./test/conformance/cmd/conformance -performance -out $(PERF_OUT) $(if $(PERF_FOCUS),-focus '$(PERF_FOCUS)') $(if $(PERF_AUDIT),-audit) $(if $(PERF_EXPLORE),-explore) $(if $(PERF_BASELINE),-baseline)
+	KUBEBUILDER_ASSETS=$$(./sim/tools/build.sh) $(STACK_ENV) go run ./test/conformance/cmd/conformance -performance -out $(PERF_OUT) $(if $(PERF_FOCUS),-focus '$(PERF_FOCUS)') $(if $(PERF_AUDIT),-audit) $(if $(PERF_EXPLORE),-explore) $(if $(PERF_BASELINE),-baseline) $(if $(PERF_ENV),-env '$(PERF_ENV)')
 
 .PHONY: demo
 demo: build ## Tell the provider's story on the simulated CKE, then tear down (DEMO_FLAGS=--keep to explore).

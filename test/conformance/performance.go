@@ -3,8 +3,10 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -180,6 +182,9 @@ type PerformanceReport struct {
 	Explore bool `json:"explore,omitempty"`
 	// Baseline is a run against core's kwok provider in place of ours (baseline.go).
 	Baseline bool `json:"baseline,omitempty"`
+	// ControllerEnv is what the run set in the controller's environment beyond the bundle's
+	// (-env).
+	ControllerEnv map[string]string `json:"controller_env,omitempty"`
 }
 
 // File is the base name of the run's report: an exploration never overwrites the last
@@ -259,6 +264,13 @@ func (r *PerformanceReport) Markdown() string {
 	fmt.Fprintf(&b, "- simulator: %s\n- controller: %s\n", r.Simulator, r.Controller)
 	if r.Focus != "" {
 		fmt.Fprintf(&b, "- focus: `%s`\n", r.Focus)
+	}
+	if len(r.ControllerEnv) > 0 {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(r.ControllerEnv)) {
+			kv = append(kv, fmt.Sprintf("`%s=%s`", k, r.ControllerEnv[k]))
+		}
+		fmt.Fprintf(&b, "- controller environment set for this run (`PERF_ENV`): %s\n", strings.Join(kv, ", "))
 	}
 	fmt.Fprintf(&b, "- `KARPENTER_PERF_THRESHOLDS`: `%s` (from `test/conformance/perfoverrides.go`, each value with its computed bound and reason below)\n", r.Thresholds)
 	t := r.Total()

@@ -96,7 +96,11 @@ type Config struct {
 	// Baseline runs the performance suite against Karpenter core's kwok provider in place of
 	// ours (baseline.go): what core alone reaches on the same control plane and machine.
 	Baseline bool
-	Logf     func(format string, args ...any)
+	// ControllerEnv is set in the controller's environment last, over the bundle's and the
+	// performance suite's: a run with one setting changed (COST_STEERING=false beside an
+	// as-shipped run) is compared on the same machine.
+	ControllerEnv map[string]string
+	Logf          func(format string, args ...any)
 
 	// controller is the controller binary every cluster runs; the working tree's when empty.
 	controller string
@@ -235,6 +239,7 @@ func onCluster(ctx context.Context, cfg Config, dir, binDir string, suites []str
 	if slices.Contains(suites, PerformanceSuite) {
 		maps.Copy(ctrlEnv, PerformanceEnv)
 	}
+	maps.Copy(ctrlEnv, cfg.ControllerEnv)
 	var extra []string
 	if cfg.Baseline {
 		var err error

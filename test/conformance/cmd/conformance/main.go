@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,6 +37,8 @@ func main() {
 	explore := flag.Bool("explore", false, "with -performance: lift every phase's time, heap and CPU limits so each test runs all its phases; writes performance-explore.{md,json}, figures judged against the suite's thresholds")
 	baseline := flag.Bool("baseline", false, "with -performance: run the suite against Karpenter core's kwok provider in place of ours (what core alone reaches here); writes performance-baseline.{md,json}")
 	audit := flag.Bool("audit", false, "write each cluster's apiserver audit log (who made which request) to its work folder")
+	var ctrlEnv envFlag
+	flag.Var(&ctrlEnv, "env", "KEY=VALUE[,KEY=VALUE…]: set in the controller's environment over the bundle's, e.g. COST_STEERING=false for a side-by-side run (PERF_ENV)")
 	longTimers := flag.Bool("long-timers", false, "only the specs that wait on core's long timers, in CONFORMANCE_FULL=1 mode; writes full.{md,json} beside a report of the others")
 	flag.Parse()
 	logf.SetLogger(logr.Discard())
@@ -66,10 +69,10 @@ func main() {
 		}
 	}
 	rep, err := conformance.Run(ctx, conformance.Config{
-		Suites: list, Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Parallel: *parallel, Audit: *audit, Explore: *explore && *performance, Baseline: *baseline && *performance, Logf: say,
+		Suites: list, Full: full, Focus: *focus, WorkDir: dir, BinDir: *bins, Parallel: *parallel, Audit: *audit, Explore: *explore && *performance, Baseline: *baseline && *performance, ControllerEnv: ctrlEnv, Logf: say,
 	})
 	if *performance {
-		finishPerformance(rep, err, *explore, *baseline, *out, dir, say)
+		finishPerformance(rep, err, *explore, *baseline, ctrlEnv, *out, dir, say)
 		return
 	}
 	if rep != nil && len(rep.Suites) > 0 {
@@ -101,7 +104,7 @@ func main() {
 
 // finishPerformance writes performance.{md,json}: the spec outcomes and every phase's figures,
 // read from the reports the suite wrote into the work folder (its OUTPUT_DIR).
-func finishPerformance(rep *conformance.Report, runErr error, explore, baseline bool, out, dir string, say func(string, ...any)) {
+func finishPerformance(rep *conformance.Report, runErr error, explore, baseline bool, env map[string]string, out, dir string, say func(string, ...any)) {
 	if rep == nil || len(rep.Suites) == 0 {
 		fail(runErr)
 	}
@@ -110,7 +113,7 @@ func finishPerformance(rep *conformance.Report, runErr error, explore, baseline 
 	if err != nil {
 		fail(errors.Join(runErr, err))
 	}
-	pr := &conformance.PerformanceReport{Report: rep, Phases: phases, Thresholds: conformance.ThresholdsJSON(explore), Explore: explore, Baseline: baseline}
+	pr := &conformance.PerformanceReport{Report: rep, Phases: phases, Thresholds: conformance.ThresholdsJSON(explore), Explore: explore, Baseline: baseline, ControllerEnv: env}
 	if err := pr.Write(out); err != nil {
 		fail(errors.Join(runErr, err))
 	}
@@ -130,4 +133,29 @@ func finishPerformance(rep *conformance.Report, runErr error, explore, baseline 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "conformance:", err)
 	os.Exit(1)
+}
+
+// envFlag is -env: KEY=VALUE pairs, comma-separated or given more than once.
+type envFlag map[string]string
+
+func (e *envFlag) String() string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(*e)) {
+		kv = append(kv, k+"="+(*e)[k])
+	}
+	return strings.Join(kv, ",")
+}
+
+func (e *envFlag) Set(v string) error {
+	if *e == nil {
+		*e = envFlag{}
+	}
+	for _, pair := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || k == "" {
+			return fmt.Errorf("-env: %q is not KEY=VALUE", pair)
+		}
+		(*e)[k] = val
+	}
+	return nil
 }
