@@ -69,9 +69,10 @@ func Cost(flavors []Flavor, pods []Pod, overhead Demand) (keep []string, steered
 	}
 	var candidates []candidate
 	cheapest := unsteered.Hourly
+	pinned := slices.ContainsFunc(plannable, func(p Pod) bool { return p.Allowed != nil })
 	for c := range flavors {
 		offer := capped(flavors, c, plannable, overhead)
-		if offer == nil {
+		if offer == nil || (!pinned && offersLargest(flavors, offer)) {
 			continue
 		}
 		f := plan(flavors, offer, plannable, overhead)
@@ -122,6 +123,31 @@ func capped(flavors []Flavor, c int, pods []Pod, overhead Demand) []bool {
 	}
 	cover(flavors, offer, pods, overhead)
 	return offer
+}
+
+// offersLargest says whether offer holds a flavor at least as large as every other (in
+// allocatable CPU, memory and pods). With it offered (a pending pod needs it), core fills each
+// node up to it whatever else is offered, so for pods that may run on any flavor the packing
+// is the one every flavor gives, and the launch's choice among fewer flavors costs no less:
+// the candidate cannot win, and is not planned. It spares a look at a burst with one large pod
+// in it (hundreds of nodes to plan) most of its work.
+func offersLargest(flavors []Flavor, offer []bool) bool {
+	for i, f := range flavors {
+		if !offer[i] {
+			continue
+		}
+		largest := true
+		for _, g := range flavors {
+			if !g.Allocatable.fits(f.Allocatable) || (f.Pods > 0 && (g.Pods <= 0 || g.Pods > f.Pods)) {
+				largest = false
+				break
+			}
+		}
+		if largest {
+			return true
+		}
+	}
+	return false
 }
 
 // cover adds to offer, for each pod that no offered flavor holds or that its requirements keep

@@ -164,6 +164,13 @@ func BenchmarkCost(b *testing.B) {
 			}
 		})
 	}
+	// A burst with pods that need the largest flavor: no candidate can win.
+	large := append(append(uniform(500, 900, 3100*mi), uniform(100, 900, 450*mi)...), uniform(500, 3500, 28*gi)...)
+	b.Run("pods=1100,with-large", func(b *testing.B) {
+		for b.Loop() {
+			steering.Cost(catalogue(), large, daemons)
+		}
+	})
 }
 
 // The offers Cost weighs (every flavor up to a cap) are as cheap, by the packing model, as any
@@ -180,8 +187,11 @@ func TestCostIsAsCheapAsAnyOffer(t *testing.T) {
 			{Demand: steering.Demand{MilliCPU: 1000, Memory: 3 * gi}}}[i%3])
 	}
 	twoShapes = append(uniform(150, 1000, 512*mi), uniform(150, 250, 768*mi)...)
+	// Core's do-not-disrupt performance test: pods that need an XL beside small ones, so that
+	// every candidate holds the XL and none is planned (offersLargest).
+	withLarge := append(append(uniform(100, 900, 3100*mi), uniform(20, 900, 450*mi)...), uniform(100, 3500, 28*gi)...)
 	flavors := catalogue()
-	for name, pods := range map[string][]steering.Pod{"mixed": mixed(300), "cpu-heavy": cpuHeavy, "memory-heavy": memHeavy, "two-shapes": twoShapes} {
+	for name, pods := range map[string][]steering.Pod{"mixed": mixed(300), "cpu-heavy": cpuHeavy, "memory-heavy": memHeavy, "two-shapes": twoShapes, "with-large": withLarge} {
 		t.Run(name, func(t *testing.T) {
 			sorted := slices.Clone(pods)
 			slices.SortStableFunc(sorted, steering.CoreOrder)
