@@ -116,7 +116,7 @@ conformance: sim-bin build ## Run Karpenter core's own e2e suites on the simulat
 # PERF_AUDIT=1 keeps the apiserver's audit log (who made which request) in the work folder;
 # PERF_EXPLORE=1 lifts the time, heap and CPU limits so every phase runs (performance-explore.{md,json});
 # PERF_BASELINE=1 runs core's kwok provider in place of ours (performance-baseline.{md,json}).
-# PERF_ENV=KEY=VALUE[,…] sets the controller's environment over the bundle's (PERF_ENV=COST_STEERING=false beside an as-shipped run).
+# PERF_ENV=KEY=VALUE[,…] sets the controller's environment over the bundle's (COST_STEERING=false beside an as-shipped run; performance-env.{md,json}).
 PERF_OUT ?= docs/conformance
 .PHONY: performance
 performance: sim-bin build ## Run Karpenter core's performance suite on the simulated CKE (hours on 2 cores; never in make test); writes $(PERF_OUT)/performance.{md,json}.

@@ -187,14 +187,17 @@ type PerformanceReport struct {
 	ControllerEnv map[string]string `json:"controller_env,omitempty"`
 }
 
-// File is the base name of the run's report: an exploration never overwrites the last
-// conformance run's.
+// File is the base name of the run's report: a baseline, an exploration or a run with a
+// setting changed (-env) never overwrites the last as-shipped run's.
 func (r *PerformanceReport) File() string {
 	if r.Baseline {
 		return "performance-baseline"
 	}
 	if r.Explore {
 		return "performance-explore"
+	}
+	if len(r.ControllerEnv) > 0 {
+		return "performance-env"
 	}
 	return "performance"
 }

@@ -232,3 +232,19 @@ func TestExplorationLiftsOnlyMachineLimitsAndStillJudges(t *testing.T) {
 		t.Errorf("an exploration's report is not marked as one: file %s", r.File())
 	}
 }
+
+// A run with a setting changed (PERF_ENV) says what it set and never overwrites the as-shipped
+// run's report.
+func TestPerformanceReportWithControllerEnv(t *testing.T) {
+	r := &PerformanceReport{Report: &Report{}}
+	if r.File() != "performance" {
+		t.Fatalf("an as-shipped run's report is %s", r.File())
+	}
+	r.ControllerEnv = map[string]string{"COST_STEERING": "false", "A": "1"}
+	if r.File() != "performance-env" {
+		t.Errorf("a run with PERF_ENV writes %s, over the as-shipped report's name", r.File())
+	}
+	if md := r.Markdown(); !strings.Contains(md, "(`PERF_ENV`): `A=1`, `COST_STEERING=false`") {
+		t.Errorf("the report does not list what the run set:\n%s", md)
+	}
+}
