@@ -3,6 +3,7 @@ package bench
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/karpenter/pkg/utils/resources"
 
 	"github.com/CleverCloud/karpenter-provider-clever-cloud/controller/steering"
 )
@@ -24,13 +25,10 @@ func onePassFleet(cat []FlavorCost, pods []corev1.Pod, daemons Shape) steering.F
 			Pods: f.Pods, Price: f.PriceHourly}
 	}
 	demands := make([]steering.Pod, len(pods))
-	for i, p := range pods {
-		var cpu, mem resource.Quantity
-		for _, c := range p.Spec.Containers {
-			cpu.Add(*c.Resources.Requests.Cpu())
-			mem.Add(*c.Resources.Requests.Memory())
-		}
-		demands[i] = steering.Pod{Demand: steering.Demand{MilliCPU: cpu.MilliValue(), Memory: mem.Value()}}
+	for i := range pods {
+		// What the controller reads of a pending pod (core's own sum of its requests).
+		r := resources.RequestsForPods(&pods[i])
+		demands[i] = steering.Pod{Demand: steering.Demand{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}}
 	}
 	cpu, mem := resource.MustParse(daemons.CPU), resource.MustParse(daemons.Mem)
 	keep, steered, unsteered := steering.Cost(flavors, demands, steering.Demand{MilliCPU: cpu.MilliValue(), Memory: mem.Value()})

@@ -30,15 +30,13 @@ func TestOnePassFleet(t *testing.T) {
 				shapes = w.Then
 			}
 			pods := make([]corev1.Pod, n)
-			var cpu, mem resource.Quantity
 			for i := range pods {
 				s := shapes[i%len(shapes)]
 				req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s.CPU), corev1.ResourceMemory: resource.MustParse(s.Mem)}
 				pods[i].Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: req}}}
-				cpu.Add(req[corev1.ResourceCPU])
-				mem.Add(req[corev1.ResourceMemory])
 			}
-			bound := LowerBound(bounded, cpu.MilliValue(), mem.Value(), int64(n))
+			// The bound as a cost run prices it (no fleet here).
+			bound := fleetCost(newTimeline(), pods, cat, bounded).Bound
 			g.Expect(bound.Exact).To(BeTrue())
 			ratio := onePassFleet(cat, pods, NodeDaemons).Hourly / bound.CostHourly
 			t.Logf("one pass: %.3f × the bound %v", ratio, bound.Fleet)
